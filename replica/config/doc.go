@@ -1,0 +1,70 @@
+// Package config is the server configuration: its schema (Config), the
+// embedded reference file (default.toml, the documented defaults), loading
+// with environment overrides, validation, and the runtime config file.
+//
+// # Shape
+//
+// The file has Iggy 0.9.0's shape, so an Iggy configuration loads unchanged:
+// `path` and the tables [runtime], [logging], [sharding], [partition],
+// [metadata], [message_bus], [cluster] ... sit at the top level (the old
+// [system] table is gone). Keys for features iggo does not implement yet
+// ([http], [quic], [websocket], [telemetry], [encryption]) are parsed and
+// validated like the rest; their transports default to enabled = false and
+// enabling one yields a warning, not a listener. iggo adds one key,
+// sharding.batch_max.
+//
+// # Loading
+//
+// LoadFrom layers, each over the previous:
+//
+//  1. default.toml, embedded in the binary;
+//  2. the file from --config, else $IGGY_CONFIG_PATH (either must exist;
+//     with neither, no file is read). Tables merge key by key; an array in
+//     the file (for example [[cluster.nodes]]) replaces the default array;
+//  3. environment variables: IGGY_ + the key's TOML path upper-cased with
+//     '.' → '_', array elements by index. IGGY_TCP_ADDRESS sets tcp.address,
+//     IGGY_PATH sets path, IGGY_CLUSTER_NODES_2_PORTS_TCP_REPLICA sets
+//     cluster.nodes[2].ports.tcp_replica and grows the roster to three
+//     entries if needed. Booleans are true/false, lists are comma-separated,
+//     durations and sizes use the human forms below, an empty value sets an
+//     empty string or list.
+//
+// IGGY_ROOT_USERNAME, IGGY_ROOT_PASSWORD and IGGY_CONFIG_PATH are outside the
+// schema. Other IGGY_* variables that start like a config table but match no
+// key (a typo such as IGGY_TCP_ADRESS) come back as warnings; unknown keys in
+// the file likewise. Keys Iggy removed or moved — anything under [system],
+// partition.enforce_fsync, system.segment.size, ... and the IGGY_SYSTEM_*
+// variables — refuse the load with a message naming the replacement, since
+// ignoring them would silently change behaviour (a data path falling back to
+// the default, durability quietly weaker than asked).
+//
+// # Values
+//
+// Durations are strings: "500 ms", "30s", "1 m", "7 days", "1h 30m" (units
+// ns, us, ms, s, m, h, d/days, w/weeks; "0" alone is zero). Sizes are strings
+// or integers: "1200 B", "500 MB" (10^6), "64 MiB" (2^20), "1.5 GiB",
+// "unlimited"/"none" = 0. Both marshal back in that style. Cluster timeouts
+// are converted to 10 ms consensus ticks by Ticks (rounded down, at least
+// one).
+//
+// # Validation
+//
+// Validate checks every rule and returns a *ValidationError listing each
+// broken one as "key: rule", for example
+//
+//	cluster.heartbeat_timeout: must be at least 4 x cluster.commit_broadcast_interval (500 ms), got 1 s
+//
+// The rules are Iggy 0.9.0's (queue depths, journal slots, roster shape,
+// secret lengths, shutdown timing ...), so a file valid for one is valid for
+// the other. cpu_allocation is checked against the machine at boot by
+// ShardCPUs.
+//
+// # Runtime file
+//
+// After the listeners bind, WriteRuntime deletes and recreates
+// <path>/<runtime.path> and writes current_config.toml: the effective
+// configuration with the bound addresses (and, clustered, this node's roster
+// ports) substituted and every secret (cluster.auth.*secret, http.jwt.*
+// secrets, encryption.key) left out. This is boot-time configuration I/O, not
+// storage, and uses package os directly.
+package config
