@@ -298,3 +298,46 @@ func TestAllowedCPUsAndPinning(t *testing.T) {
 		t.Fatal("pinning to CPU 1<<20 succeeded")
 	}
 }
+
+func FuzzParseCPUAllocation(f *testing.F) {
+	for _, s := range []string{"all", "4", "2..6", "numa:auto", "numa:nodes=0,1;cores=4;no_ht=true", "numa:no_ht=false", "1..2..3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := ParseCPUAllocation(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseCPUAllocation(a.String())
+		if err != nil || !reflect.DeepEqual(back, a) {
+			t.Fatalf("%q → %q → %+v, %v", s, a.String(), back, err)
+		}
+		// Resolution never panics and never returns a CPU outside the set.
+		allowed := []int{0, 1, 2, 5}
+		cpus, err := Resolve(a, Topology{}, allowed)
+		if err != nil {
+			return
+		}
+		for _, c := range cpus {
+			if !slices.Contains(allowed, c) {
+				t.Fatalf("%q resolved to CPU %d outside %v", s, c, allowed)
+			}
+		}
+	})
+}
+
+func FuzzParseCPUList(f *testing.F) {
+	for _, s := range []string{"0-3,8-11", "5", "", "1,3-4\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cpus, err := ParseCPUList(s)
+		if err != nil || len(cpus) == 0 {
+			return
+		}
+		back, err := ParseCPUList(FormatCPUList(cpus))
+		if err != nil || !slices.Equal(back, cpus) {
+			t.Fatalf("%q → %v → %q → %v, %v", s, cpus, FormatCPUList(cpus), back, err)
+		}
+	})
+}

@@ -55,4 +55,3 @@ func (s ShardingConfig) RuntimeConfig(cpus []int, log *zap.Logger) shard.Config 
 		Logger:             log,
 	}
 }
-
