@@ -394,13 +394,24 @@ func (rt *Runtime[M]) join(abandoned []int) (unjoined []int) {
 
 // drain reports whether every shard went idle before DrainTimeout.
 func (rt *Runtime[M]) drain() bool {
+	// A shard checked early in the scan can receive a message from one
+	// checked later (a cross-shard forward) after it was seen idle. Such a
+	// send raises the total accepted count, so a scan only counts when that
+	// total did not move while it ran.
+	accepted := func() (n uint64) {
+		for _, s := range rt.shards {
+			n += s.stats.accepted.Load()
+		}
+		return n
+	}
 	idle := func() bool {
+		before := accepted()
 		for _, s := range rt.shards {
 			if !s.idle() {
 				return false
 			}
 		}
-		return true
+		return accepted() == before
 	}
 	if idle() {
 		return true

@@ -679,3 +679,48 @@ func TestRoundRobinConcurrentIsEven(t *testing.T) {
 		t.Fatalf("uneven: %d %d %d %d", counts[0].Load(), counts[1].Load(), counts[2].Load(), counts[3].Load())
 	}
 }
+
+// Shutdown must not declare the runtime drained while a cross-shard forward
+// is still queued: a message bounces between two shards for many hops after
+// Shutdown begins, and every hop must be handled before the loops stop.
+func TestDrainWaitsForCrossShardForwards(t *testing.T) {
+	const hops = 2000
+	var handled atomic.Int64
+	var rt *Runtime[int]
+	mk := func(next int) *recorder {
+		r := newRecorder()
+		r.onHandle = func(it *Iteration[int]) {
+			for _, m := range it.Messages {
+				handled.Add(1)
+				if m > 0 {
+					if err := rt.Send(next, m-1); err != nil {
+						panic(err)
+					}
+				}
+			}
+		}
+		return r
+	}
+	a, b := mk(1), mk(0)
+	cfg := manualConfig(2)
+	cfg.PollInterval = 50 * time.Microsecond
+	var err error
+	rt, err = New[int](cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := []*recorder{a, b}
+	if err := rt.Start(func(i int) Handler[int] { return hs[i] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Send(0, hops); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := rt.Shutdown()
+	if err != nil || !rep.Drained {
+		t.Fatalf("Shutdown = %+v, %v", rep, err)
+	}
+	if got := handled.Load(); got != hops+1 {
+		t.Fatalf("handled %d of %d hops before stop (abandoned %v)", got, hops+1, rep.Abandoned)
+	}
+}

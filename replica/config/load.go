@@ -497,6 +497,11 @@ func looksLikeConfig(t reflect.Type, tokens []string) bool {
 // setFromString stores an environment value into a leaf of any schema type.
 func setFromString(v reflect.Value, s string) error {
 	if v.Kind() == reflect.Pointer {
+		if strings.TrimSpace(s) == "" {
+			// An empty value unsets an optional key.
+			v.SetZero()
+			return nil
+		}
 		fresh := reflect.New(v.Type().Elem())
 		if err := setFromString(fresh.Elem(), s); err != nil {
 			return err

@@ -279,6 +279,18 @@ ports = { tcp = 8090, tcp_replica = 9090 }
 	}
 }
 
+func TestEnvironmentUnsetsOptionalKey(t *testing.T) {
+	p := writeFile(t, "[websocket]\nmax_frame_size = \"1 MiB\"\n")
+	cfg, _ := mustLoad(t, p)
+	if cfg.WebSocket.MaxFrameSize == nil {
+		t.Fatal("file did not set websocket.max_frame_size")
+	}
+	cfg, _ = mustLoad(t, p, "IGGY_WEBSOCKET_MAX_FRAME_SIZE=")
+	if cfg.WebSocket.MaxFrameSize != nil {
+		t.Fatalf("empty variable did not unset the key: %v", *cfg.WebSocket.MaxFrameSize)
+	}
+}
+
 func TestEnvironmentOrderDoesNotMatter(t *testing.T) {
 	a := []string{"IGGY_CLUSTER_NODES_3_NAME=d", "IGGY_CLUSTER_NODES_2_NAME=c"}
 	b := []string{"IGGY_CLUSTER_NODES_2_NAME=c", "IGGY_CLUSTER_NODES_3_NAME=d"}
