@@ -25,9 +25,9 @@
 //     '.' → '_', array elements by index. IGGY_TCP_ADDRESS sets tcp.address,
 //     IGGY_PATH sets path, IGGY_CLUSTER_NODES_2_PORTS_TCP_REPLICA sets
 //     cluster.nodes[2].ports.tcp_replica and grows the roster to three
-//     entries if needed. Booleans are true/false, lists are comma-separated,
-//     durations and sizes use the human forms below, an empty value sets an
-//     empty string or list.
+//     entries if needed. Booleans are true/false; lists are "a, b" or Iggy's
+//     "[a, b]"; durations and sizes use the human forms below; an empty value
+//     sets an empty string or list, or unsets an optional key.
 //
 // IGGY_ROOT_USERNAME, IGGY_ROOT_PASSWORD and IGGY_CONFIG_PATH are outside the
 // schema. Other IGGY_* variables that start like a config table but match no

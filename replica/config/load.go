@@ -35,6 +35,13 @@ var nonSchemaEnv = map[string]bool{
 	"IGGY_ROOT_USERNAME": true,
 	"IGGY_ROOT_PASSWORD": true,
 	"IGGY_ENV_PATH":      true,
+	// Read by Iggy's test harnesses and tools, never config keys.
+	"IGGY_CI_BUILD":               true,
+	"IGGY_TEST_CLUSTER_NODES":     true,
+	"IGGY_TEST_CLEANUP_DISABLED":  true,
+	"IGGY_TEST_VERBOSE":           true,
+	"IGGY_CONNECTORS_CONFIG_PATH": true,
+	"IGGY_MCP_CONFIG_PATH":        true,
 }
 
 // Default returns the embedded defaults, decoded and validated.
@@ -537,18 +544,41 @@ func setFromString(v reflect.Value, s string) error {
 		if v.Type().Elem().Kind() != reflect.String {
 			return fmt.Errorf("unsupported list type %s", v.Type())
 		}
-		// A comma-separated list; empty means an empty list.
-		var items []string
-		if strings.TrimSpace(s) != "" {
-			for _, item := range strings.Split(s, ",") {
-				items = append(items, strings.TrimSpace(item))
-			}
-		}
-		v.Set(reflect.ValueOf(items))
+		v.Set(reflect.ValueOf(splitEnvList(s)))
 	default:
 		return fmt.Errorf("unsupported type %s", v.Type())
 	}
 	return nil
+}
+
+// splitEnvList reads a list from an environment value: comma-separated
+// ("a, b"), or in Iggy's bracketed form ("[a, b]" or "[\"a\", \"b\"]").
+// Empty (or "[]") is the empty list. Commas inside double quotes do not
+// split.
+func splitEnvList(s string) []string {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
+		t = strings.TrimSpace(t[1 : len(t)-1])
+	}
+	if t == "" {
+		return []string{}
+	}
+	var items []string
+	start, quoted := 0, false
+	for i := 0; i <= len(t); i++ {
+		if i < len(t) && t[i] == '"' {
+			quoted = !quoted
+		}
+		if i == len(t) || t[i] == ',' && !quoted {
+			item := strings.TrimSpace(t[start:i])
+			if len(item) >= 2 && (item[0] == '"' && item[len(item)-1] == '"' || item[0] == '\'' && item[len(item)-1] == '\'') {
+				item = item[1 : len(item)-1]
+			}
+			items = append(items, item)
+			start = i + 1
+		}
+	}
+	return items
 }
 
 // unservedWarnings names settings that iggo parses and validates for

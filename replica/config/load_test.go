@@ -279,6 +279,24 @@ ports = { tcp = 8090, tcp_replica = 9090 }
 	}
 }
 
+func TestSplitEnvList(t *testing.T) {
+	cases := map[string][]string{
+		"":                       {},
+		"[]":                     {},
+		"a":                      {"a"},
+		"a, b ,c":                {"a", "b", "c"},
+		"[GET, POST]":            {"GET", "POST"},
+		`["a,b", "c"]`:           {"a,b", "c"},
+		`['x', "y"]`:             {"x", "y"},
+		" [ https://a.example ]": {"https://a.example"},
+	}
+	for in, want := range cases {
+		if got := splitEnvList(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("splitEnvList(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestEnvironmentUnsetsOptionalKey(t *testing.T) {
 	p := writeFile(t, "[websocket]\nmax_frame_size = \"1 MiB\"\n")
 	cfg, _ := mustLoad(t, p)
