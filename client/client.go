@@ -578,6 +578,33 @@ func newFrame(req wire.Request) ([]byte, error) {
 	return req.AppendBody(make([]byte, wire.HeaderSize, wire.HeaderSize+64))
 }
 
+// framePool recycles request frames: a producer sends megabyte batches in a
+// loop, and a frame is dead once its reply has arrived.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledFrame keeps one pathological frame from pinning memory forever.
+const maxPooledFrame = 8 << 20
+
+func pooledFrame(req wire.Request) (*[]byte, error) {
+	bp := framePool.Get().(*[]byte)
+	b, err := req.AppendBody(append((*bp)[:0], make([]byte, wire.HeaderSize)...))
+	if b != nil {
+		*bp = b
+	}
+	if err != nil {
+		releaseFrame(bp)
+		return nil, err
+	}
+	return bp, nil
+}
+
+func releaseFrame(bp *[]byte) {
+	if cap(*bp) <= maxPooledFrame {
+		*bp = (*bp)[:0]
+		framePool.Put(bp)
+	}
+}
+
 // stampState remembers which connection generation a frame was stamped
 // for: a replay on the same session must carry the same request number,
 // a new session needs a new stamp.
@@ -736,10 +763,12 @@ func (c *Client) call(ctx context.Context, req wire.Request) ([]byte, error) {
 	if op == wire.OpRegister || op == wire.OpLogout || code == wire.CmdLoginUser || code == wire.CmdLoginWithPersonalAccessToken {
 		return nil, fmt.Errorf("client: %v is a session command; use Login/LoginWithToken/Logout", code)
 	}
-	frame, err := newFrame(req)
+	bp, err := pooledFrame(req)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseFrame(bp)
+	frame := *bp
 	if len(frame) > int(c.cfg.MaxFrameSize) {
 		return nil, wire.Errorf(wire.CodeInvalidCommand, "request frame of %d bytes exceeds %d", len(frame), c.cfg.MaxFrameSize)
 	}

@@ -142,6 +142,12 @@ func FuzzOptions(f *testing.F) {
 		if len(explicit)+len(derived) != len(TopicOptionCatalog) {
 			t.Fatalf("%d explicit + %d derived keys", len(explicit), len(derived))
 		}
+		ne, nd, _, err := ResolveTopicUpdate(explicit, derived, o, partitions)
+		if err != nil {
+			requireCoded(t, err)
+		} else if len(ne)+len(nd) != len(TopicOptionCatalog) {
+			t.Fatalf("update: %d explicit + %d derived keys", len(ne), len(nd))
+		}
 		// Canonical values are fixed points of canonicalization.
 		for _, e := range explicit {
 			v, present, err := CanonicalTopicOption(string(e.Key.Value), e.Value)
@@ -322,6 +328,20 @@ func FuzzReplyPayload(f *testing.F) {
 		v2, err := DecodeReplyPayload(code, again)
 		if err != nil || !reflect.DeepEqual(v, v2) {
 			t.Fatalf("%v: value changed across re-encode (%v)\n got %+v\nwant %+v", code, err, v2, v)
+		}
+	})
+}
+
+func FuzzReadFrame(f *testing.F) {
+	f.Add(AppendRequest(nil, RequestHeader{Client: Uint128{Lo: 1}, Operation: OpNonReplicated, Code: CmdPing}, []byte("abc")), uint16(600))
+	f.Fuzz(func(t *testing.T, b []byte, max uint16) {
+		limit := uint32(max) + HeaderSize
+		frame, err := ReadFrame(bytes.NewReader(b), nil, limit)
+		if err != nil {
+			return
+		}
+		if uint32(len(frame)) != FrameSizeOf(frame) || uint32(len(frame)) > limit || !bytes.Equal(frame, b[:len(frame)]) {
+			t.Fatalf("frame of %d bytes, size field %d, limit %d", len(frame), FrameSizeOf(frame), limit)
 		}
 	})
 }
