@@ -657,6 +657,7 @@ func (c *Client) roundTrip(ctx context.Context, code wire.CommandCode, op wire.O
 		stop()
 		dlMu.Lock()
 		finished = true
+		_ = cn.nc.SetDeadline(time.Time{}) // idle connections must not time out
 		dlMu.Unlock()
 	}()
 	if d, ok := ctx.Deadline(); ok {

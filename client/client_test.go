@@ -887,3 +887,40 @@ func TestHeartbeatPingsIdleConnection(t *testing.T) {
 	dial(t, cfg)
 	waitFor(t, "a heartbeat ping", func() bool { return s.countCode(wire.CmdPing) >= 2 })
 }
+
+func TestRegisterTransientReplaysSameFrame(t *testing.T) {
+	s := newFakeServer(t)
+	var mu sync.Mutex
+	n := 0
+	s.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) ([]byte, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if h.Operation == wire.OpRegister && n < 3 {
+			n++
+			code := wire.CodeTransientNotAccepted
+			if n == 2 {
+				code = wire.CodeTransientNotCommitted
+			}
+			return wire.AppendRejectionReply(nil, &h, code), true
+		}
+		return nil, false
+	})
+	c := dial(t, testConfig(s.addr))
+	var regs []record
+	for _, r := range s.recorded() {
+		if r.header.Operation == wire.OpRegister {
+			regs = append(regs, r)
+		}
+	}
+	if len(regs) != 4 {
+		t.Fatalf("%d registers, want 4", len(regs))
+	}
+	for _, r := range regs[1:] {
+		if !bytes.Equal(r.frame, regs[0].frame) || r.conn != regs[0].conn {
+			t.Fatal("a transient register must be replayed verbatim on the same connection")
+		}
+	}
+	if c.Session() == 0 {
+		t.Fatal("not logged in")
+	}
+}
