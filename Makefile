@@ -35,12 +35,19 @@ test: fmt-check vet
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# Runs every Fuzz* target in every package for FUZZTIME each.
+# Runs every Fuzz* target in every package for FUZZTIME each. Go 1.26's fuzz
+# engine can end a time-bounded run with "context deadline exceeded" and no
+# failing input (golang/go#75804); that outcome counts as a pass, while any
+# run that writes a failing input fails the target.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    if ! out=$$($(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg 2>&1); then \
+	      if echo "$$out" | grep -q 'context deadline exceeded' && ! echo "$$out" | grep -q 'Failing input written'; then \
+	        echo "   (fuzz engine deadline quirk, no failing input: pass)"; \
+	      else echo "$$out"; exit 1; fi; \
+	    fi; \
 	  done; \
 	done
 
