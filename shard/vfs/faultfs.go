@@ -42,10 +42,10 @@ import (
 // CrashWith picks one of these outcomes deterministically (KeepAll models a
 // process kill where the kernel survives; DropAll a strict power loss).
 //
-// Injected faults (Inject) fail, or tear, chosen operations by kind, path,
-// position and probability. CorruptSector flips bits in a sector of both the
-// current and the durable contents (bit rot). All injected errors wrap
-// ErrInjected.
+// Injected faults (Inject) fail, tear, or halt at (a power cut) chosen
+// operations by kind, path, position and probability. CorruptSector flips
+// bits in a sector of the durable contents (bit rot). All injected errors
+// wrap ErrInjected.
 //
 // Fault is safe for concurrent use (one mutex), so it can stand behind code
 // that is itself concurrent in tests.
@@ -54,6 +54,7 @@ type Fault struct {
 	rng     *rand.Rand
 	sector  int
 	crashed bool
+	halted  bool
 
 	cur  map[string]*fnode // current namespace: cleaned path → node
 	base map[string]*fnode // namespace before the first entry of mlog
@@ -174,6 +175,10 @@ const (
 	// sectors when TearAt < 0) and then returns an error. On other
 	// operations it acts as Fail.
 	Tear
+	// Halt is a power cut during the operation: a write is torn as by Tear,
+	// and from then on every operation fails until Crash is called. It lets
+	// a test stop the code under test at an exact point.
+	Halt
 )
 
 // Rule selects operations to fail.
@@ -233,6 +238,9 @@ func (f *Fault) check(op Op, path string) (*faultRule, error) {
 	if f.crashed {
 		return nil, fmt.Errorf("vfs: %s %s after crash: %w", op, path, ErrInjected)
 	}
+	if f.halted {
+		return nil, fmt.Errorf("vfs: %s %s after a halt: %w", op, path, ErrInjected)
+	}
 	for _, r := range f.rules {
 		if r.Ops != 0 && r.Ops&op == 0 {
 			continue
@@ -251,6 +259,9 @@ func (f *Fault) check(op Op, path string) (*faultRule, error) {
 			continue
 		}
 		r.fired++
+		if r.Action == Halt {
+			f.halted = true
+		}
 		return r, fmt.Errorf("vfs: %s %s: rule %d: %w", op, path, r.id, ErrInjected)
 	}
 	return nil, nil
@@ -896,7 +907,7 @@ func (ff *faultFile) WritevAt(bufs [][]byte, off int64) (int, error) {
 	}
 	m := mutation{off: off, data: data}
 	if err != nil {
-		if rule.Action == Tear {
+		if rule.Action == Tear || rule.Action == Halt {
 			// What landed stays as ordinary unsynced writes.
 			for _, piece := range ff.fs.tear(ff.n.data, m, rule.TearAt) {
 				ff.fs.mutate(ff.n, piece)
