@@ -170,7 +170,7 @@ func (r *crashRun) check(j *Journal, rep *Recovery, durable uint64) {
 // checks that what was synced survived intact and nothing else appeared.
 // It then keeps using the recovered journal and crashes it again.
 func TestCrashConsistency(t *testing.T) {
-	seeds := 3000
+	seeds := 2000
 	if testing.Short() {
 		seeds = 300
 	}
@@ -229,7 +229,7 @@ func TestCrashConsistency(t *testing.T) {
 // intact or reported faulty, never silently dropped, and that faulty ops
 // repair from the original bytes.
 func TestCorruptionIsReportedNotLost(t *testing.T) {
-	seeds := 1500
+	seeds := 1000
 	if testing.Short() {
 		seeds = 150
 	}

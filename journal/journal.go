@@ -382,15 +382,23 @@ func (j *Journal) Append(entries ...Entry) error {
 		prev = j.ents[len(j.ents)-1].link
 	}
 	type pending struct {
-		jf   *jfile
-		off  int64
-		bufs [][]byte
+		jf       *jfile
+		off, end int64
+		bufs     [][]byte
 	}
 	var writes []pending
 	var added []slot
 	var cur *jfile
 	if len(j.files) > 0 {
 		cur = j.files[len(j.files)-1]
+	}
+	if j.kind == kindMetadata && cur.first == 0 {
+		// A fresh metadata file learns its first op now, so that recovery
+		// knows where the ops start even if the first record is lost.
+		hdr := make([]byte, FileHeaderSize)
+		encodeFileHeader(hdr, fileHeader{kind: kindMetadata, firstOp: entries[0].Op, prev: prev})
+		writes = append(writes, pending{jf: cur, off: 0, end: FileHeaderSize, bufs: [][]byte{hdr}})
+		cur.first = entries[0].Op
 	}
 	for i, e := range entries {
 		if cur == nil || (j.kind == kindPartition && cur.size >= j.fileSize && cur.size > FileHeaderSize) {
@@ -399,10 +407,10 @@ func (j *Journal) Append(entries ...Entry) error {
 				return j.fail(err)
 			}
 			cur = nf
-			writes = append(writes, pending{jf: nf, off: 0, bufs: [][]byte{hdr}})
+			writes = append(writes, pending{jf: nf, off: 0, end: FileHeaderSize, bufs: [][]byte{hdr}})
 		}
-		if len(writes) == 0 || writes[len(writes)-1].jf != cur {
-			writes = append(writes, pending{jf: cur, off: cur.size})
+		if len(writes) == 0 || writes[len(writes)-1].jf != cur || writes[len(writes)-1].end != cur.size {
+			writes = append(writes, pending{jf: cur, off: cur.size, end: cur.size})
 		}
 		h := recordHeader{op: e.Op, offset: cur.size, length: uint32(e.size()), synced: j.synced,
 			entry: Checksum(e.Parts...), prev: prev}
@@ -414,6 +422,7 @@ func (j *Journal) Append(entries ...Entry) error {
 		prev = h.link()
 		added = append(added, slot{file: cur, off: cur.size, length: h.length, entry: h.entry, link: prev})
 		cur.size += h.total()
+		w.end = cur.size
 	}
 	for _, w := range writes {
 		if _, err := w.jf.f.WritevAt(w.bufs, w.off); err != nil {

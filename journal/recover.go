@@ -460,6 +460,7 @@ func (j *Journal) recover() (*Recovery, error) {
 					h.firstOp, h.prev = base, prevLink
 				}
 			}
+			jf.first = h.firstOp
 			b := make([]byte, FileHeaderSize)
 			encodeFileHeader(b, h)
 			if _, err := jf.f.WriteAt(b, 0); err != nil {
