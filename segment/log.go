@@ -1,0 +1,495 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/iggo/iggo/shard/vfs"
+)
+
+const (
+	logExt    = ".log"
+	indexExt  = ".index"
+	purgeExt  = ".purge"
+	nameWidth = 20
+	filePerm  = 0o644
+)
+
+// segmentName returns the file name of the segment starting at start with
+// the given extension.
+func segmentName(start uint64, ext string) string {
+	return fmt.Sprintf("%0*d%s", nameWidth, start, ext)
+}
+
+// segment is one .log/.index pair and what is known about it.
+type segment struct {
+	start  uint64
+	next   uint64 // offset after the last whole record
+	size   int64  // bytes of whole records in the .log
+	sealed bool
+
+	logPath, idxPath string
+	logF, idxF       vfs.File
+
+	// entries holds every index entry while the segment is active; summary
+	// holds every stride-th one once it is sealed.
+	entries  []indexEntry
+	summary  []indexEntry
+	nEntries int     // entries in the .index file
+	ix       indexer // next entries; ix.maxTS is the segment's max timestamp
+
+	syncedSize    int64  // .log bytes known durable
+	syncedNext    uint64 // offset after the last durable record
+	syncedEntries int    // .index entries known durable
+}
+
+func (s *segment) maxTimestamp() uint64 { return s.ix.maxTS }
+
+// firstEntry is the index entry of the first record of a non-empty segment.
+func (s *segment) firstEntry() indexEntry {
+	if s.sealed {
+		return s.summary[0]
+	}
+	return s.entries[0]
+}
+
+func (s *segment) close() error {
+	var errs []error
+	if s.logF != nil {
+		errs = append(errs, s.logF.Close())
+		s.logF = nil
+	}
+	if s.idxF != nil {
+		errs = append(errs, s.idxF.Close())
+		s.idxF = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Log is one partition's chain of segments. It is owned by one goroutine.
+type Log struct {
+	fs  vfs.FS
+	dir string
+	cfg Config
+
+	segs []*segment
+	// emptyNext is the next offset when there is no segment at all (a
+	// directory never appended to): always 0, since purge leaves a segment.
+	emptyNext uint64
+
+	err      error // sticky ErrFailed
+	closed   bool
+	dirDirty bool   // a name was created since the last SyncDir
+	dirGen   uint64 // bumped on every create
+	planOut  bool   // a SyncPlan is outstanding
+	epoch    uint64 // bumped by retention and purge
+
+	// scratch reused by appends, reads and verification
+	hdr     []byte
+	idxBuf  []byte
+	sumBuf  []byte
+	pending []indexEntry
+}
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Config returns the log's configuration.
+func (l *Log) Config() Config { return l.cfg }
+
+func (l *Log) last() *segment {
+	if len(l.segs) == 0 {
+		return nil
+	}
+	return l.segs[len(l.segs)-1]
+}
+
+// NextOffset is the offset the next appended record must start at.
+func (l *Log) NextOffset() uint64 {
+	if s := l.last(); s != nil {
+		return s.next
+	}
+	return l.emptyNext
+}
+
+// FirstOffset is the lowest stored offset, or NextOffset when the log holds
+// no message.
+func (l *Log) FirstOffset() uint64 {
+	if len(l.segs) == 0 {
+		return l.emptyNext
+	}
+	return l.segs[0].start
+}
+
+// HighestOffset is the offset of the last stored message; ok is false when
+// the log holds none.
+func (l *Log) HighestOffset() (offset uint64, ok bool) {
+	if l.MessageCount() == 0 {
+		return 0, false
+	}
+	return l.NextOffset() - 1, true
+}
+
+// MessageCount is the number of stored messages (offsets are dense).
+func (l *Log) MessageCount() uint64 { return l.NextOffset() - l.FirstOffset() }
+
+// Size is the total size of the .log files in bytes.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// DurableNextOffset is the offset after the last record known durable:
+// every record below it survives a crash.
+func (l *Log) DurableNextOffset() uint64 {
+	if s := l.last(); s != nil {
+		return s.syncedNext
+	}
+	return l.emptyNext
+}
+
+// SegmentInfo describes one segment.
+type SegmentInfo struct {
+	StartOffset  uint64
+	NextOffset   uint64 // offset after its last message
+	Size         int64  // .log bytes
+	Sealed       bool
+	MaxTimestamp uint64 // largest base_timestamp, 0 when empty
+	IndexEntries int
+	LogPath      string
+	IndexPath    string
+}
+
+// Segments lists the segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	out := make([]SegmentInfo, len(l.segs))
+	for i, s := range l.segs {
+		out[i] = SegmentInfo{
+			StartOffset:  s.start,
+			NextOffset:   s.next,
+			Size:         s.size,
+			Sealed:       s.sealed,
+			MaxTimestamp: s.maxTimestamp(),
+			IndexEntries: s.nEntries,
+			LogPath:      s.logPath,
+			IndexPath:    s.idxPath,
+		}
+	}
+	return out
+}
+
+func (l *Log) usable() error {
+	if l.closed {
+		return ErrClosed
+	}
+	return l.err
+}
+
+// fail makes the log refuse further work and returns the wrapped cause.
+func (l *Log) fail(cause error) error {
+	if l.err == nil {
+		l.err = fmt.Errorf("%w: %w", ErrFailed, cause)
+	}
+	return l.err
+}
+
+// Close releases the files. It does not sync.
+func (l *Log) Close() error {
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	var errs []error
+	for _, s := range l.segs {
+		errs = append(errs, s.close())
+	}
+	return errors.Join(errs...)
+}
+
+// Append writes whole records back to back at NextOffset. Each record is
+// one stamped batch (see the package doc): partition_id equal to the
+// configured one, base_offset continuing the log, batch_length equal to the
+// slice length, at most MaxRecordSize bytes. Checksums are the caller's
+// (Append does not re-hash: the records were verified at admission and
+// stamped by the state machine). The records of one segment go out as one
+// vectored write and their index entries as one write. When a record brings
+// the segment to SegmentSize the segment is sealed after it, and the next
+// record opens a new segment; the sealed segment is made durable first.
+//
+// A record that fails validation rejects the whole call with
+// ErrInvalidRecord before anything is written. An I/O error fails the log
+// (ErrFailed). The slices are not retained.
+func (l *Log) Append(records [][]byte) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	next := l.NextOffset()
+	for i, r := range records {
+		if len(r) < RecordHeaderSize {
+			return fmt.Errorf("%w: record %d of %d bytes is shorter than its header", ErrInvalidRecord, i, len(r))
+		}
+		h := parseHeader(r)
+		if why := checkHeader(r, h, l.cfg.PartitionID, l.cfg.MaxRecordSize); why != "" {
+			return fmt.Errorf("%w: record %d: %s", ErrInvalidRecord, i, why)
+		}
+		if h.batchLength != uint64(len(r)) {
+			return fmt.Errorf("%w: record %d: batch_length %d, slice holds %d bytes", ErrInvalidRecord, i, h.batchLength, len(r))
+		}
+		if h.baseOffset != next {
+			return fmt.Errorf("%w: record %d: base_offset %d, log continues at %d", ErrInvalidRecord, i, h.baseOffset, next)
+		}
+		next = h.nextOffset()
+	}
+	for len(records) > 0 {
+		s, err := l.activeForAppend()
+		if err != nil {
+			return l.fail(err)
+		}
+		n, size := 0, s.size
+		for n < len(records) && size < int64(l.cfg.SegmentSize) {
+			size += int64(len(records[n]))
+			n++
+		}
+		if err := l.writeRecords(s, records[:n]); err != nil {
+			return l.fail(err)
+		}
+		records = records[n:]
+	}
+	return nil
+}
+
+// writeRecords appends recs to the active segment s; state changes only
+// after both writes succeed.
+func (l *Log) writeRecords(s *segment, recs [][]byte) error {
+	ix := s.ix
+	l.pending = l.pending[:0]
+	pos := s.size
+	var next uint64
+	for _, r := range recs {
+		h := parseHeader(r)
+		if e, ok := ix.add(s.start, h, pos); ok {
+			l.pending = append(l.pending, e)
+		}
+		pos += int64(len(r))
+		next = h.nextOffset()
+	}
+	if _, err := s.logF.WritevAt(recs, s.size); err != nil {
+		return fmt.Errorf("append to %s at %d: %w", s.logPath, s.size, err)
+	}
+	if len(l.pending) > 0 {
+		need := len(l.pending) * IndexEntrySize
+		if cap(l.idxBuf) < need {
+			l.idxBuf = make([]byte, need, need*2)
+		}
+		buf := l.idxBuf[:need]
+		for i, e := range l.pending {
+			encodeEntry(buf[i*IndexEntrySize:], e, s.start)
+		}
+		if _, err := s.idxF.WriteAt(buf, int64(s.nEntries)*IndexEntrySize); err != nil {
+			return fmt.Errorf("append to %s at entry %d: %w", s.idxPath, s.nEntries, err)
+		}
+	}
+	s.ix = ix
+	s.entries = append(s.entries, l.pending...)
+	s.nEntries += len(l.pending)
+	s.size = pos
+	s.next = next
+	if s.size >= int64(l.cfg.SegmentSize) {
+		l.seal(s)
+	}
+	return nil
+}
+
+// seal stops appends to s and trades its in-memory index for the summary.
+func (l *Log) seal(s *segment) {
+	s.sealed = true
+	stride := l.cfg.IndexSummaryStride
+	s.summary = make([]indexEntry, 0, (len(s.entries)+stride-1)/stride)
+	for i := 0; i < len(s.entries); i += stride {
+		s.summary = append(s.summary, s.entries[i])
+	}
+	s.entries = nil
+}
+
+// activeForAppend returns the unsealed last segment, opening a new one at
+// NextOffset when there is none.
+func (l *Log) activeForAppend() (*segment, error) {
+	if s := l.last(); s != nil && !s.sealed {
+		return s, nil
+	}
+	return l.openSuccessor()
+}
+
+// openSuccessor creates an empty segment at NextOffset. The segment before
+// it and every name in the directory are made durable first, so that a
+// crash can tear only the last segment.
+func (l *Log) openSuccessor() (*segment, error) {
+	start := l.NextOffset()
+	if s := l.last(); s != nil {
+		if err := l.syncSegment(s); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.syncDirIfDirty(); err != nil {
+		return nil, err
+	}
+	s, err := l.createSegment(start)
+	if err != nil {
+		return nil, err
+	}
+	l.segs = append(l.segs, s)
+	return s, nil
+}
+
+// createSegment creates the empty files of a segment starting at start.
+// The .log is created first: recovery removes an .index without a .log.
+func (l *Log) createSegment(start uint64) (*segment, error) {
+	s := &segment{
+		start:      start,
+		next:       start,
+		syncedNext: start,
+		logPath:    filepath.Join(l.dir, segmentName(start, logExt)),
+		idxPath:    filepath.Join(l.dir, segmentName(start, indexExt)),
+		ix:         indexer{interval: int64(l.cfg.IndexInterval)},
+	}
+	var err error
+	l.dirDirty = true
+	l.dirGen++
+	if s.logF, err = l.fs.OpenFile(s.logPath, vfs.O_RDWR|vfs.O_CREATE|vfs.O_EXCL, filePerm); err != nil {
+		return nil, fmt.Errorf("create %s: %w", s.logPath, err)
+	}
+	if s.idxF, err = l.fs.OpenFile(s.idxPath, vfs.O_RDWR|vfs.O_CREATE|vfs.O_EXCL, filePerm); err != nil {
+		return nil, errors.Join(fmt.Errorf("create %s: %w", s.idxPath, err), s.close())
+	}
+	return s, nil
+}
+
+// syncSegment makes everything written to s durable.
+func (l *Log) syncSegment(s *segment) error {
+	if s.syncedSize < s.size {
+		if err := s.logF.Datasync(); err != nil {
+			return fmt.Errorf("fdatasync %s: %w", s.logPath, err)
+		}
+	}
+	if s.syncedEntries < s.nEntries {
+		if err := s.idxF.Datasync(); err != nil {
+			return fmt.Errorf("fdatasync %s: %w", s.idxPath, err)
+		}
+	}
+	s.syncedSize, s.syncedNext, s.syncedEntries = s.size, s.next, s.nEntries
+	return nil
+}
+
+func (l *Log) syncDirIfDirty() error {
+	if !l.dirDirty {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("sync directory %s: %w", l.dir, err)
+	}
+	l.dirDirty = false
+	return nil
+}
+
+// SyncPlan lists what must be made durable to make every append made before
+// PlanSync durable. The shard's group commit issues each Datasync (and the
+// SyncDir) once, in any order or in parallel, then calls CompleteSync.
+type SyncPlan struct {
+	// Files each need File.Datasync.
+	Files []vfs.File
+	// Dir, when not empty, needs FS.SyncDir: a segment file was created.
+	Dir string
+
+	marks  []syncMark
+	dirGen uint64
+	epoch  uint64
+}
+
+type syncMark struct {
+	s       *segment
+	size    int64
+	next    uint64
+	entries int
+}
+
+// Empty reports whether the plan has nothing to do.
+func (p *SyncPlan) Empty() bool { return len(p.Files) == 0 && p.Dir == "" }
+
+// PlanSync returns what is not yet durable. Retention and purge refuse to
+// run until the plan is completed. Appends may continue meanwhile; they are
+// not covered by this plan.
+func (l *Log) PlanSync() (SyncPlan, error) {
+	if err := l.usable(); err != nil {
+		return SyncPlan{}, err
+	}
+	p := SyncPlan{dirGen: l.dirGen, epoch: l.epoch}
+	for _, s := range l.segs {
+		if s.syncedSize < s.size {
+			p.Files = append(p.Files, s.logF)
+		}
+		if s.syncedEntries < s.nEntries {
+			p.Files = append(p.Files, s.idxF)
+		}
+		if s.syncedSize < s.size || s.syncedEntries < s.nEntries {
+			p.marks = append(p.marks, syncMark{s: s, size: s.size, next: s.next, entries: s.nEntries})
+		}
+	}
+	if l.dirDirty {
+		p.Dir = l.dir
+	}
+	l.planOut = true
+	return p, nil
+}
+
+// CompleteSync records the outcome of executing p. A non-nil err (any
+// Datasync or SyncDir of the plan failed) fails the log: after a failed
+// fdatasync the kernel may have dropped the dirty pages, so nothing written
+// since the last good sync can be trusted.
+func (l *Log) CompleteSync(p SyncPlan, err error) error {
+	l.planOut = false
+	if err != nil {
+		return l.fail(fmt.Errorf("sync: %w", err))
+	}
+	if e := l.usable(); e != nil {
+		return e
+	}
+	if p.epoch != l.epoch {
+		panic(fmt.Sprintf("segment: CompleteSync of a plan from epoch %d in epoch %d (retention or purge ran while it was outstanding)", p.epoch, l.epoch))
+	}
+	for _, m := range p.marks {
+		if m.size > m.s.syncedSize {
+			m.s.syncedSize, m.s.syncedNext = m.size, m.next
+		}
+		m.s.syncedEntries = max(m.s.syncedEntries, m.entries)
+	}
+	if p.Dir != "" && p.dirGen == l.dirGen {
+		l.dirDirty = false
+	}
+	return nil
+}
+
+// Sync makes every append so far durable: PlanSync, each Datasync and the
+// SyncDir, CompleteSync.
+func (l *Log) Sync() error {
+	p, err := l.PlanSync()
+	if err != nil {
+		return err
+	}
+	var serr error
+	for _, f := range p.Files {
+		if serr = f.Datasync(); serr != nil {
+			serr = fmt.Errorf("fdatasync %s: %w", f.Name(), serr)
+			break
+		}
+	}
+	if serr == nil && p.Dir != "" {
+		if serr = l.fs.SyncDir(p.Dir); serr != nil {
+			serr = fmt.Errorf("sync directory %s: %w", p.Dir, serr)
+		}
+	}
+	return l.CompleteSync(p, serr)
+}
