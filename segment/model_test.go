@@ -100,14 +100,14 @@ func (m *model) deletePrefix(k int) {
 }
 
 type logMachine struct {
-	t       *rapid.T
-	fsys    vfs.FS
-	dir     string
-	cfg     Config
-	l       *Log
-	m       *model
-	ts      uint64
-	planned *SyncPlan
+	t           *rapid.T
+	fsys        vfs.FS
+	dir         string
+	cfg         Config
+	l           *Log
+	m           *model
+	ts          uint64
+	planned     *SyncPlan
 	plannedNext uint64
 }
 
