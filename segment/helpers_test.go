@@ -120,3 +120,5 @@ func writeFile(t testing.TB, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+func xxh3Hash(b []byte) uint64 { return xxh3.Hash(b) }

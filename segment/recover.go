@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -310,8 +309,10 @@ func (l *Log) recoverSegment(s *segment, last bool, rep *Report) error {
 		if !last {
 			return l.corruptLog(s, w.end, w.next, "%s", w.bad)
 		}
-		if at, found, err := l.validRecordAfter(s, w.end, w.next, logSize); err != nil {
+		if at, found, err := l.validRecordAt(s, w.end, logSize); err != nil {
 			return err
+		} else if found && at == w.end {
+			return l.corruptLog(s, w.end, w.next, "%s in a whole record with good checksums", w.bad)
 		} else if found {
 			return l.corruptLog(s, w.end, w.next, "%s; a valid record follows at %d", w.bad, at)
 		}
@@ -463,24 +464,23 @@ func (l *Log) walk(s *segment, pos int64, expect uint64, ix *indexer, verify boo
 	return w, nil
 }
 
-// validRecordAfter looks for a whole, verified record that starts after
-// pos and continues the log past offset expect. Finding one means the damage
-// at pos is not a torn tail: a crash keeps a prefix of unsynced appends, so
-// nothing valid can follow a tear.
-func (l *Log) validRecordAfter(s *segment, pos int64, expect uint64, logSize int64) (int64, bool, error) {
+// validRecordAt looks for a whole record with good checksums starting at
+// or after pos, whatever its partition or offsets. Finding one means the
+// damage at pos is not a torn tail: a crash keeps a prefix of unsynced
+// appends and tears at most its end, so nothing valid follows a tear, and a
+// valid record at pos itself (for another partition or offset) was not torn
+// either.
+func (l *Log) validRecordAt(s *segment, pos int64, logSize int64) (int64, bool, error) {
 	sc := &scanner{f: s.logF, size: logSize}
 	var rec []byte
-	for q := pos + 1; q+RecordHeaderSize+FrameHeaderSize <= logSize; q++ {
+	for q := pos; q+RecordHeaderSize+FrameHeaderSize <= logSize; q++ {
 		b, err := sc.bytes(q, RecordHeaderSize)
 		if err != nil {
 			return 0, false, err
 		}
-		if binary.LittleEndian.Uint64(b[hPartitionID:]) != l.cfg.PartitionID {
-			continue
-		}
 		h := parseHeader(b)
-		if h.baseOffset < expect || int64(h.batchLength) > logSize-q ||
-			checkHeader(b, h, l.cfg.PartitionID, l.cfg.MaxRecordSize) != "" {
+		if h.messageCount == 0 || int64(h.batchLength) > logSize-q ||
+			checkHeader(b, h, h.partitionID, l.cfg.MaxRecordSize) != "" {
 			continue
 		}
 		if cap(rec) < int(h.batchLength) {
