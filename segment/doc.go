@@ -80,6 +80,13 @@
 // The entry checksum is seeded with the segment's start offset so that an
 // index file renamed or copied onto another segment fails verification.
 //
+// An entry reaches the .index file only once its record is durable: the
+// entries of records made durable by one sync are written by the next
+// PlanSync (or by syncing a segment before its successor is created, or by
+// Close), so the file trails the log by one group commit and never names a
+// record a crash could lose. That is what lets recovery tell corruption from
+// a torn tail (see Recovery).
+//
 // The active (last) segment keeps its whole index in memory. Sealed segments
 // keep every Config.IndexSummaryStride-th entry in memory and read one block
 // of entries from the file per lookup.
@@ -106,10 +113,24 @@
 //
 // Open walks the directory: it finishes an interrupted purge, removes an
 // `.index` without a `.log`, checks every segment's index against its log,
-// rebuilds an index that is missing, short, damaged or points past the log,
-// verifies every record of the last segment, truncates its torn tail, and
-// returns a *CorruptionError (errors.Is ErrCorrupt) naming the segment and
-// byte position for damage that is not a torn tail: a bad record in a sealed
-// segment, a bad record in the last segment followed by a valid one, a hole or
-// overlap between segments. What it repaired is listed in the Report.
+// and rebuilds an index that is missing, short, damaged or points past the
+// log (reported in the Report; merely trailing entries of the last segment
+// are routine and completed silently).
+//
+// Sealed segments were durable before their successors existed, so any
+// damage in one is corruption. Their indexes and the record headers after the
+// last entry are checked (every record is re-hashed with
+// Config.VerifySealedOnOpen).
+//
+// The last segment is re-hashed record by record. Damage below the end of
+// the record named by its last valid index entry hit durable data and is
+// corruption. Damage above it is a torn tail (a crash may keep any prefix of
+// unsynced appends, and any sectors of the write in flight, so whole records
+// may even follow the damage): the log is truncated there and the Report says
+// where and why. A whole record with good checksums but the wrong partition
+// or offset is never a tear and is corruption wherever it is.
+//
+// Corruption is returned as a *CorruptionError (errors.Is ErrCorrupt) naming
+// the file, byte position and expected offset; nothing is changed. Holes and
+// overlaps between segments are reported the same way.
 package segment

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/iggo/iggo/shard/vfs"
 )
 
 // FuzzRecordHeader feeds arbitrary bytes to the record decoder and
@@ -62,12 +64,27 @@ func FuzzIndexDecode(f *testing.F) {
 	})
 }
 
+// fsWrite creates name in fsys holding b.
+func fsWrite(t testing.TB, fsys vfs.FS, name string, b []byte) {
+	t.Helper()
+	f, err := fsys.OpenFile(name, vfs.O_RDWR|vfs.O_CREATE|vfs.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 0 {
+		if _, err := f.WriteAt(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+}
+
 // FuzzRecover opens a partition directory made of arbitrary file contents:
 // a segment at 0 (.log and .index) and optionally a second segment at
 // second (.log only). Open must never panic; when it succeeds the log must
 // read back whole and reopen clean.
 func FuzzRecover(f *testing.F) {
-	seedFS := newMemFS()
+	seedFS := vfs.NewFault(1)
 	cfg := fuzzConfig()
 	l, _, err := Open(seedFS, "/seed", cfg)
 	if err != nil {
@@ -84,9 +101,9 @@ func FuzzRecover(f *testing.F) {
 	if len(segs) < 2 {
 		f.Fatalf("seed log has %d segments", len(segs))
 	}
-	log0 := seedFS.files[segs[0].LogPath].b
-	idx0 := seedFS.files[segs[0].IndexPath].b
-	log1 := seedFS.files[segs[1].LogPath].b
+	log0, _ := vfs.ReadFile(seedFS, segs[0].LogPath)
+	idx0, _ := vfs.ReadFile(seedFS, segs[0].IndexPath)
+	log1, _ := vfs.ReadFile(seedFS, segs[1].LogPath)
 	second := segs[1].StartOffset
 	f.Add(log0, idx0, log1, second)
 	f.Add(log0, []byte{}, []byte{}, uint64(0))
@@ -97,12 +114,12 @@ func FuzzRecover(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, log0, idx0, log1 []byte, second uint64) {
 		const dir = "/p"
-		mfs := newMemFS()
+		mfs := vfs.NewFault(1)
 		mfs.MkdirAll(dir, 0o755)
-		mfs.files[segPath(dir, 0, logExt)] = &memData{b: bytes.Clone(log0)}
-		mfs.files[segPath(dir, 0, indexExt)] = &memData{b: bytes.Clone(idx0)}
+		fsWrite(t, mfs, segPath(dir, 0, logExt), log0)
+		fsWrite(t, mfs, segPath(dir, 0, indexExt), idx0)
 		if len(log1) > 0 && second > 0 {
-			mfs.files[segPath(dir, second, logExt)] = &memData{b: bytes.Clone(log1)}
+			fsWrite(t, mfs, segPath(dir, second, logExt), log1)
 		}
 		l, rep, err := Open(mfs, dir, cfg)
 		if err != nil {

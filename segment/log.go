@@ -32,26 +32,35 @@ type segment struct {
 	logPath, idxPath string
 	logF, idxF       vfs.File
 
-	// entries holds every index entry while the segment is active; summary
-	// holds every stride-th one once it is sealed.
-	entries  []indexEntry
-	summary  []indexEntry
-	nEntries int     // entries in the .index file
-	ix       indexer // next entries; ix.maxTS is the segment's max timestamp
+	// entries holds every index entry while the segment is active and
+	// until all of them are in the .index file; then summary holds every
+	// stride-th one and entries is nil.
+	entries     []indexEntry
+	summary     []indexEntry
+	fileEntries int     // entries written to the .index file
+	ix          indexer // next entries; ix.maxTS is the segment's max timestamp
 
 	syncedSize    int64  // .log bytes known durable
 	syncedNext    uint64 // offset after the last durable record
 	syncedEntries int    // .index entries known durable
 }
 
+// entryCount is the number of index entries of the segment.
+func (s *segment) entryCount() int {
+	if s.entries != nil {
+		return len(s.entries)
+	}
+	return s.fileEntries
+}
+
 func (s *segment) maxTimestamp() uint64 { return s.ix.maxTS }
 
 // firstEntry is the index entry of the first record of a non-empty segment.
 func (s *segment) firstEntry() indexEntry {
-	if s.sealed {
-		return s.summary[0]
+	if s.entries != nil {
+		return s.entries[0]
 	}
-	return s.entries[0]
+	return s.summary[0]
 }
 
 func (s *segment) close() error {
@@ -174,7 +183,7 @@ func (l *Log) Segments() []SegmentInfo {
 			Size:         s.size,
 			Sealed:       s.sealed,
 			MaxTimestamp: s.maxTimestamp(),
-			IndexEntries: s.nEntries,
+			IndexEntries: s.entryCount(),
 			LogPath:      s.logPath,
 			IndexPath:    s.idxPath,
 		}
@@ -197,7 +206,8 @@ func (l *Log) fail(cause error) error {
 	return l.err
 }
 
-// Close releases the files. It does not sync.
+// Close writes the index entries of records known durable (without
+// syncing them) and releases the files.
 func (l *Log) Close() error {
 	if l.closed {
 		return nil
@@ -205,6 +215,9 @@ func (l *Log) Close() error {
 	l.closed = true
 	var errs []error
 	for _, s := range l.segs {
+		if l.err == nil {
+			errs = append(errs, l.writeEntries(s))
+		}
 		errs = append(errs, s.close())
 	}
 	return errors.Join(errs...)
@@ -216,7 +229,8 @@ func (l *Log) Close() error {
 // slice length, at most MaxRecordSize bytes. Checksums are the caller's
 // (Append does not re-hash: the records were verified at admission and
 // stamped by the state machine). The records of one segment go out as one
-// vectored write and their index entries as one write. When a record brings
+// vectored write; their index entries are kept in memory and reach the
+// .index file once the records are durable (see PlanSync). When a record brings
 // the segment to SegmentSize the segment is sealed after it, and the next
 // record opens a new segment; the sealed segment is made durable first.
 //
@@ -263,7 +277,7 @@ func (l *Log) Append(records [][]byte) error {
 }
 
 // writeRecords appends recs to the active segment s; state changes only
-// after both writes succeed.
+// after the write succeeds.
 func (l *Log) writeRecords(s *segment, recs [][]byte) error {
 	ix := s.ix
 	l.pending = l.pending[:0]
@@ -280,33 +294,52 @@ func (l *Log) writeRecords(s *segment, recs [][]byte) error {
 	if _, err := s.logF.WritevAt(recs, s.size); err != nil {
 		return fmt.Errorf("append to %s at %d: %w", s.logPath, s.size, err)
 	}
-	if len(l.pending) > 0 {
-		need := len(l.pending) * IndexEntrySize
-		if cap(l.idxBuf) < need {
-			l.idxBuf = make([]byte, need, need*2)
-		}
-		buf := l.idxBuf[:need]
-		for i, e := range l.pending {
-			encodeEntry(buf[i*IndexEntrySize:], e, s.start)
-		}
-		if _, err := s.idxF.WriteAt(buf, int64(s.nEntries)*IndexEntrySize); err != nil {
-			return fmt.Errorf("append to %s at entry %d: %w", s.idxPath, s.nEntries, err)
-		}
-	}
 	s.ix = ix
 	s.entries = append(s.entries, l.pending...)
-	s.nEntries += len(l.pending)
 	s.size = pos
 	s.next = next
 	if s.size >= int64(l.cfg.SegmentSize) {
-		l.seal(s)
+		s.sealed = true
 	}
 	return nil
 }
 
-// seal stops appends to s and trades its in-memory index for the summary.
-func (l *Log) seal(s *segment) {
-	s.sealed = true
+// writeEntries writes to s's .index the entries not yet there whose
+// records are durable. The .index file thus never names a record that a
+// crash could lose, which is what lets recovery call damage below its last
+// entry corruption rather than a torn tail. Once a sealed segment's entries
+// are all in the file, only the summary stays in memory.
+func (l *Log) writeEntries(s *segment) error {
+	if s.entries == nil {
+		return nil
+	}
+	k := s.fileEntries
+	for k < len(s.entries) && s.entries[k].end() <= s.syncedSize {
+		k++
+	}
+	if k > s.fileEntries {
+		need := (k - s.fileEntries) * IndexEntrySize
+		if cap(l.idxBuf) < need {
+			l.idxBuf = make([]byte, need, need*2)
+		}
+		buf := l.idxBuf[:need]
+		for i, e := range s.entries[s.fileEntries:k] {
+			encodeEntry(buf[i*IndexEntrySize:], e, s.start)
+		}
+		if _, err := s.idxF.WriteAt(buf, int64(s.fileEntries)*IndexEntrySize); err != nil {
+			return fmt.Errorf("write %s at entry %d: %w", s.idxPath, s.fileEntries, err)
+		}
+		s.fileEntries = k
+	}
+	if s.sealed && s.fileEntries == len(s.entries) {
+		l.compact(s)
+	}
+	return nil
+}
+
+// compact trades a sealed segment's in-memory index, all of it in the
+// .index file, for the summary.
+func (l *Log) compact(s *segment) {
 	stride := l.cfg.IndexSummaryStride
 	s.summary = make([]indexEntry, 0, (len(s.entries)+stride-1)/stride)
 	for i := 0; i < len(s.entries); i += stride {
@@ -368,19 +401,24 @@ func (l *Log) createSegment(start uint64) (*segment, error) {
 	return s, nil
 }
 
-// syncSegment makes everything written to s durable.
+// syncSegment makes everything written to s durable, its index included:
+// the .log first, then the entries it certifies, then the .index.
 func (l *Log) syncSegment(s *segment) error {
 	if s.syncedSize < s.size {
 		if err := s.logF.Datasync(); err != nil {
 			return fmt.Errorf("fdatasync %s: %w", s.logPath, err)
 		}
+		s.syncedSize, s.syncedNext = s.size, s.next
 	}
-	if s.syncedEntries < s.nEntries {
+	if err := l.writeEntries(s); err != nil {
+		return err
+	}
+	if s.syncedEntries < s.fileEntries {
 		if err := s.idxF.Datasync(); err != nil {
 			return fmt.Errorf("fdatasync %s: %w", s.idxPath, err)
 		}
+		s.syncedEntries = s.fileEntries
 	}
-	s.syncedSize, s.syncedNext, s.syncedEntries = s.size, s.next, s.nEntries
 	return nil
 }
 
@@ -419,7 +457,9 @@ type syncMark struct {
 // Empty reports whether the plan has nothing to do.
 func (p *SyncPlan) Empty() bool { return len(p.Files) == 0 && p.Dir == "" }
 
-// PlanSync returns what is not yet durable. Retention and purge refuse to
+// PlanSync returns what is not yet durable. It first writes the index
+// entries of records made durable by the previous completed plan, so the
+// .index trails the .log by one group commit. Retention and purge refuse to
 // run until the plan is completed. Appends may continue meanwhile; they are
 // not covered by this plan.
 func (l *Log) PlanSync() (SyncPlan, error) {
@@ -428,14 +468,17 @@ func (l *Log) PlanSync() (SyncPlan, error) {
 	}
 	p := SyncPlan{dirGen: l.dirGen, epoch: l.epoch}
 	for _, s := range l.segs {
+		if err := l.writeEntries(s); err != nil {
+			return SyncPlan{}, l.fail(err)
+		}
 		if s.syncedSize < s.size {
 			p.Files = append(p.Files, s.logF)
 		}
-		if s.syncedEntries < s.nEntries {
+		if s.syncedEntries < s.fileEntries {
 			p.Files = append(p.Files, s.idxF)
 		}
-		if s.syncedSize < s.size || s.syncedEntries < s.nEntries {
-			p.marks = append(p.marks, syncMark{s: s, size: s.size, next: s.next, entries: s.nEntries})
+		if s.syncedSize < s.size || s.syncedEntries < s.fileEntries {
+			p.marks = append(p.marks, syncMark{s: s, size: s.size, next: s.next, entries: s.fileEntries})
 		}
 	}
 	if l.dirDirty {
@@ -443,6 +486,16 @@ func (l *Log) PlanSync() (SyncPlan, error) {
 	}
 	l.planOut = true
 	return p, nil
+}
+
+// AddTo puts the plan's syncs into a group-commit batch.
+func (p *SyncPlan) AddTo(b *vfs.Batch) {
+	for _, f := range p.Files {
+		b.Datasync(f)
+	}
+	if p.Dir != "" {
+		b.SyncDir(p.Dir)
+	}
 }
 
 // CompleteSync records the outcome of executing p. A non-nil err (any
@@ -472,24 +525,20 @@ func (l *Log) CompleteSync(p SyncPlan, err error) error {
 	return nil
 }
 
-// Sync makes every append so far durable: PlanSync, each Datasync and the
-// SyncDir, CompleteSync.
+// Sync makes every append so far durable, index entries included, with
+// the syncs issued one after another: the convenience form for callers
+// without a group commit.
 func (l *Log) Sync() error {
-	p, err := l.PlanSync()
-	if err != nil {
+	if err := l.usable(); err != nil {
 		return err
 	}
-	var serr error
-	for _, f := range p.Files {
-		if serr = f.Datasync(); serr != nil {
-			serr = fmt.Errorf("fdatasync %s: %w", f.Name(), serr)
-			break
+	for _, s := range l.segs {
+		if err := l.syncSegment(s); err != nil {
+			return l.fail(err)
 		}
 	}
-	if serr == nil && p.Dir != "" {
-		if serr = l.fs.SyncDir(p.Dir); serr != nil {
-			serr = fmt.Errorf("sync directory %s: %w", p.Dir, serr)
-		}
+	if err := l.syncDirIfDirty(); err != nil {
+		return l.fail(err)
 	}
-	return l.CompleteSync(p, serr)
+	return nil
 }

@@ -69,7 +69,7 @@ func (l *Log) readHeader(s *segment, pos int64, expect uint64) (recordHeader, er
 // bracket returns the last index entry of s for which below holds and the
 // first for which it does not; below must hold for a prefix of the entries.
 func (l *Log) bracket(s *segment, below func(indexEntry) bool) (prev indexEntry, hasPrev bool, next indexEntry, hasNext bool, err error) {
-	if !s.sealed {
+	if s.entries != nil {
 		j := searchEntries(s.entries, below)
 		if j > 0 {
 			prev, hasPrev = s.entries[j-1], true
@@ -89,7 +89,7 @@ func (l *Log) bracket(s *segment, below func(indexEntry) bool) (prev indexEntry,
 	stride := l.cfg.IndexSummaryStride
 	first := (k - 1) * stride
 	block := s.summary[k-1 : k]
-	if n := min(stride, s.nEntries-first); n > 1 {
+	if n := min(stride, s.fileEntries-first); n > 1 {
 		if block, err = l.readEntries(s, first, n); err != nil {
 			return prev, false, next, false, err
 		}

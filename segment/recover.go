@@ -165,24 +165,30 @@ func (l *Log) recover(rep *Report) error {
 
 	// Make what recovery kept durable: the last segment may hold appends
 	// that reached only the page cache before a kill, and its name may not
-	// be durable yet. Sealed segments were made durable before their
-	// successors were created, and their repairs were synced as made.
+	// be durable yet. Its index entries are written after its log is
+	// durable, as at run time. Sealed segments were made durable before
+	// their successors were created, and their repairs were synced as made.
 	if s := l.last(); s != nil {
 		if err := s.logF.Datasync(); err != nil {
 			return fmt.Errorf("fdatasync %s: %w", s.logPath, err)
 		}
+		if err := l.rewriteIndex(s, s.entries, s.fileEntries); err != nil {
+			return err
+		}
 		if err := s.idxF.Datasync(); err != nil {
 			return fmt.Errorf("fdatasync %s: %w", s.idxPath, err)
 		}
+		s.fileEntries = len(s.entries)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("sync directory %s: %w", l.dir, err)
 	}
 	l.dirDirty = false
 	for i, s := range l.segs {
-		s.syncedSize, s.syncedNext, s.syncedEntries = s.size, s.next, s.nEntries
+		s.syncedSize, s.syncedNext, s.syncedEntries = s.size, s.next, s.fileEntries
 		if i < len(l.segs)-1 || s.size >= int64(l.cfg.SegmentSize) {
-			l.seal(s)
+			s.sealed = true
+			l.compact(s)
 		}
 	}
 	return nil
@@ -254,10 +260,23 @@ func (l *Log) openSegment(start uint64) (*segment, error) {
 	return s, nil
 }
 
-// recoverSegment establishes s's extent and index. The last segment is
-// verified record by record and its torn tail truncated; a sealed segment is
-// checked through its index and the record headers after the last entry
-// (every record with VerifySealedOnOpen), and any damage is corruption.
+// recoverSegment establishes s's extent and index.
+//
+// A sealed segment is checked through its index and the record headers
+// after the last entry (every record with VerifySealedOnOpen); any damage is
+// corruption, because sealed segments were durable before their successors
+// existed. Its index is repaired and synced here.
+//
+// The last segment is verified record by record. Its .index names only
+// records that were durable when the entry was written, so damage below the
+// end of the last valid entry's record is corruption; damage above it is a
+// torn tail of unsynced appends (a crash may keep any sectors of them) and is
+// truncated, unless the damaged record is whole with good checksums (a record
+// of another partition or offset is misplaced, not torn). Its index is left
+// in s.entries with s.fileEntries entries of the file known right; recover
+// writes the rest once the log is durable. Entries merely missing from the
+// end of its index are routine (they trail the log by a sync) and not
+// reported.
 func (l *Log) recoverSegment(s *segment, last bool, rep *Report) error {
 	logSize, err := s.logF.Size()
 	if err != nil {
@@ -309,12 +328,13 @@ func (l *Log) recoverSegment(s *segment, last bool, rep *Report) error {
 		if !last {
 			return l.corruptLog(s, w.end, w.next, "%s", w.bad)
 		}
-		if at, found, err := l.validRecordAt(s, w.end, logSize); err != nil {
+		if valid > 0 && w.end < disk[valid-1].end() {
+			return l.corruptLog(s, w.end, w.next, "%s, below the durable end %d named by the index", w.bad, disk[valid-1].end())
+		}
+		if whole, err := l.wholeRecordAt(s, w.end, logSize); err != nil {
 			return err
-		} else if found && at == w.end {
+		} else if whole {
 			return l.corruptLog(s, w.end, w.next, "%s in a whole record with good checksums", w.bad)
-		} else if found {
-			return l.corruptLog(s, w.end, w.next, "%s; a valid record follows at %d", w.bad, at)
 		}
 		if err := s.logF.Truncate(w.end); err != nil {
 			return fmt.Errorf("truncate %s to %d: %w", s.logPath, w.end, err)
@@ -327,28 +347,32 @@ func (l *Log) recoverSegment(s *segment, last bool, rep *Report) error {
 	for same < len(want) && same < len(disk) && want[same] == disk[same] {
 		same++
 	}
+	lagging := last && same == len(disk) && int64(len(disk))*IndexEntrySize <= idxSize && idxSize < int64(len(disk)+1)*IndexEntrySize
 	if same < len(want) || int64(len(want))*IndexEntrySize != idxSize {
-		if why == "" {
-			switch {
-			case len(disk) < len(want):
-				why = fmt.Sprintf("index holds %d entries, log needs %d", len(disk), len(want))
-			case same < len(want):
-				why = fmt.Sprintf("entry %d disagrees with the log", same)
-			default:
-				why = fmt.Sprintf("index holds %d bytes, log needs %d entries", idxSize, len(want))
+		if !lagging {
+			if why == "" {
+				switch {
+				case same < len(want) && same < len(disk):
+					why = fmt.Sprintf("entry %d disagrees with the log", same)
+				case len(disk) < len(want):
+					why = fmt.Sprintf("index holds %d entries, log needs %d", len(disk), len(want))
+				default:
+					why = fmt.Sprintf("index holds %d bytes, log needs %d entries", idxSize, len(want))
+				}
 			}
+			rep.RebuiltIndexes = append(rep.RebuiltIndexes, IndexRepair{Segment: s.start, Path: s.idxPath, Kept: same, Written: len(want) - same, Reason: why})
 		}
-		if err := l.rewriteIndex(s, want, same); err != nil {
-			return err
-		}
-		rep.RebuiltIndexes = append(rep.RebuiltIndexes, IndexRepair{Segment: s.start, Path: s.idxPath, Kept: same, Written: len(want) - same, Reason: why})
 		if !last {
+			if err := l.rewriteIndex(s, want, same); err != nil {
+				return err
+			}
 			if err := s.idxF.Datasync(); err != nil {
 				return fmt.Errorf("fdatasync %s: %w", s.idxPath, err)
 			}
+			same = len(want)
 		}
 	}
-	s.entries, s.nEntries = want, len(want)
+	s.entries, s.fileEntries = want, same
 	s.size, s.next, s.ix = w.end, w.next, ix
 	return nil
 }
@@ -464,42 +488,33 @@ func (l *Log) walk(s *segment, pos int64, expect uint64, ix *indexer, verify boo
 	return w, nil
 }
 
-// validRecordAt looks for a whole record with good checksums starting at
-// or after pos, whatever its partition or offsets. Finding one means the
-// damage at pos is not a torn tail: a crash keeps a prefix of unsynced
-// appends and tears at most its end, so nothing valid follows a tear, and a
-// valid record at pos itself (for another partition or offset) was not torn
-// either.
-func (l *Log) validRecordAt(s *segment, pos int64, logSize int64) (int64, bool, error) {
-	sc := &scanner{f: s.logF, size: logSize}
-	var rec []byte
-	for q := pos; q+RecordHeaderSize+FrameHeaderSize <= logSize; q++ {
-		b, err := sc.bytes(q, RecordHeaderSize)
-		if err != nil {
-			return 0, false, err
-		}
-		h := parseHeader(b)
-		if h.messageCount == 0 || int64(h.batchLength) > logSize-q ||
-			checkHeader(b, h, h.partitionID, l.cfg.MaxRecordSize) != "" {
-			continue
-		}
-		if cap(rec) < int(h.batchLength) {
-			rec = make([]byte, h.batchLength)
-		}
-		rec = rec[:h.batchLength]
-		if err := readFull(s.logF, rec, q); err != nil {
-			return 0, false, fmt.Errorf("read %s at %d: %w", s.logPath, q, err)
-		}
-		var why string
-		if why, l.sumBuf = verifyBody(rec, h, l.sumBuf); why == "" {
-			return q, true, nil
-		}
+// wholeRecordAt reports whether a whole record with good checksums starts
+// at pos, whatever its partition or offsets. A crash cannot produce one
+// where none was written: the positions of a segment are written once.
+func (l *Log) wholeRecordAt(s *segment, pos int64, logSize int64) (bool, error) {
+	h, ok, err := l.headerAt(s.logF, pos, logSize)
+	if err != nil || !ok {
+		return false, err
 	}
-	return 0, false, nil
+	if int64(h.batchLength) > logSize-pos || checkHeader(l.hdr, h, h.partitionID, l.cfg.MaxRecordSize) != "" {
+		return false, nil
+	}
+	rec := make([]byte, h.batchLength)
+	if err := readFull(s.logF, rec, pos); err != nil {
+		return false, fmt.Errorf("read %s at %d: %w", s.logPath, pos, err)
+	}
+	var why string
+	why, l.sumBuf = verifyBody(rec, h, l.sumBuf)
+	return why == "", nil
 }
 
 // rewriteIndex makes s's .index hold want, rewriting from entry from on.
 func (l *Log) rewriteIndex(s *segment, want []indexEntry, from int) error {
+	if size, err := s.idxF.Size(); err != nil {
+		return fmt.Errorf("size of %s: %w", s.idxPath, err)
+	} else if size == int64(len(want))*IndexEntrySize && from == len(want) {
+		return nil
+	}
 	if err := s.idxF.Truncate(int64(from) * IndexEntrySize); err != nil {
 		return fmt.Errorf("truncate %s: %w", s.idxPath, err)
 	}

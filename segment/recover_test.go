@@ -16,14 +16,21 @@ import (
 // a fresh directory with the given segment size, syncs and closes it, and
 // returns the directory, the config and the records.
 func buildLog(t *testing.T, segSize uint64, count, size int) (string, Config, [][]byte) {
+	return buildLogSynced(t, segSize, count, count, size)
+}
+
+// buildLogSynced is buildLog with only the first synced records synced
+// before the rest are appended.
+func buildLogSynced(t *testing.T, segSize uint64, synced, count, size int) (string, Config, [][]byte) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := testConfig(segSize)
 	l, _ := mustOpen(t, vfs.NewOS(), dir, cfg)
-	recs := appendN(t, l, count, size, 1000)
+	recs := appendN(t, l, synced, size, 1000)
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	recs = append(recs, appendN(t, l, count-synced, size, 2000)...)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -48,20 +55,28 @@ func TestRecoverTornTail(t *testing.T) {
 	recLen := int64(RecordHeaderSize + FrameHeaderSize + size)
 	cases := []struct {
 		name   string
+		synced int
 		damage func(t *testing.T, logPath string)
 		keep   int // records that survive
 		reason string
 	}{
-		{"partial header", func(t *testing.T, p string) {
+		{"partial header", 4, func(t *testing.T, p string) {
 			truncate(t, p, 4*recLen+100)
 		}, 4, "partial record header"},
-		{"partial body", func(t *testing.T, p string) {
+		{"partial body", 4, func(t *testing.T, p string) {
 			truncate(t, p, 4*recLen+300)
 		}, 4, "runs past the log end"},
-		{"bad checksum in last record", func(t *testing.T, p string) {
+		{"bad checksum in last record", 4, func(t *testing.T, p string) {
 			flip(t, p, 4*recLen+RecordHeaderSize+FrameHeaderSize+10)
 		}, 4, "checksum"},
-		{"zeros appended", func(t *testing.T, p string) {
+		{"torn sectors before whole records", 2, func(t *testing.T, p string) {
+			// A torn vectored write keeps any of its sectors: records 3 and
+			// 4 came through whole, record 2 lost a sector.
+			b := readFile(t, p)
+			clear(b[2*recLen+RecordHeaderSize : 2*recLen+RecordHeaderSize+100])
+			writeFile(t, p, b)
+		}, 2, "checksum"},
+		{"zeros appended", 5, func(t *testing.T, p string) {
 			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -69,13 +84,13 @@ func TestRecoverTornTail(t *testing.T) {
 			f.Write(make([]byte, 4096))
 			f.Close()
 		}, 5, "partition_id 0"},
-		{"first record torn", func(t *testing.T, p string) {
+		{"first record torn", 0, func(t *testing.T, p string) {
 			truncate(t, p, 200)
 		}, 0, "partial record header"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, cfg, recs := buildLog(t, 1<<20, 5, size)
+			dir, cfg, recs := buildLogSynced(t, 1<<20, tc.synced, 5, size)
 			logPath := segPath(dir, 0, logExt)
 			before := fileSize(t, logPath)
 			tc.damage(t, logPath)
@@ -119,7 +134,7 @@ func TestRecoverMidLogCorruptionReported(t *testing.T) {
 		flip(t, segPath(dir, 0, logExt), 2*recLen+RecordHeaderSize+FrameHeaderSize+3)
 		_, rep, err := Open(vfs.NewOS(), dir, cfg)
 		ce := asCorruption(t, err)
-		if ce.Segment != 0 || ce.Position != 2*recLen || ce.Offset != 2 || !strings.Contains(ce.Reason, "valid record follows") {
+		if ce.Segment != 0 || ce.Position != 2*recLen || ce.Offset != 2 || !strings.Contains(ce.Reason, "below the durable end") {
 			t.Fatalf("corruption %+v", ce)
 		}
 		if rep.TornTail != nil {
@@ -128,6 +143,17 @@ func TestRecoverMidLogCorruptionReported(t *testing.T) {
 		// Nothing was truncated.
 		if fileSize(t, segPath(dir, 0, logExt)) != 5*recLen {
 			t.Fatal("log changed")
+		}
+	})
+	t.Run("last segment misplaced record", func(t *testing.T) {
+		// Unsynced, so not below the index's durable end, but a whole valid
+		// record cannot be a tear.
+		dir, cfg, _ := buildLogSynced(t, 1<<20, 0, 3, size)
+		cfg.PartitionID++
+		_, _, err := Open(vfs.NewOS(), dir, cfg)
+		ce := asCorruption(t, err)
+		if ce.Position != 0 || !strings.Contains(ce.Reason, "whole record with good checksums") {
+			t.Fatalf("corruption %+v", ce)
 		}
 	})
 	t.Run("last segment impossible header", func(t *testing.T) {
@@ -214,15 +240,19 @@ func TestRecoverRebuildsIndex(t *testing.T) {
 	recLen := int64(RecordHeaderSize + FrameHeaderSize + size)
 	segSize := 4 * uint64(recLen)
 	for _, interval := range []uint32{0, 1000} {
+		// For the last segment an index missing entries at its end is the
+		// routine state after a crash (entries trail the log by a sync):
+		// recovery completes it without a report (lagging).
 		cases := []struct {
-			name   string
-			damage func(t *testing.T, idx string)
-			reason string
+			name    string
+			damage  func(t *testing.T, idx string)
+			reason  string
+			lagging bool
 		}{
-			{"missing", func(t *testing.T, p string) { os.Remove(p) }, "index holds 0 entries"},
-			{"short", func(t *testing.T, p string) { truncate(t, p, fileSize(t, p)-IndexEntrySize) }, "index holds"},
-			{"partial entry", func(t *testing.T, p string) { truncate(t, p, fileSize(t, p)-IndexEntrySize+5) }, "partial entry"},
-			{"bad checksum", func(t *testing.T, p string) { flip(t, p, fileSize(t, p)-IndexEntrySize+iMaxTS) }, "checksum"},
+			{"missing", func(t *testing.T, p string) { os.Remove(p) }, "index holds 0 entries", true},
+			{"short", func(t *testing.T, p string) { truncate(t, p, fileSize(t, p)-IndexEntrySize) }, "index holds", true},
+			{"partial entry", func(t *testing.T, p string) { truncate(t, p, fileSize(t, p)-IndexEntrySize+5) }, "partial entry", true},
+			{"bad checksum", func(t *testing.T, p string) { flip(t, p, fileSize(t, p)-IndexEntrySize+iMaxTS) }, "checksum", false},
 			{"past the log end", func(t *testing.T, p string) {
 				b := readFile(t, p)
 				last := b[len(b)-IndexEntrySize:]
@@ -230,15 +260,15 @@ func TestRecoverRebuildsIndex(t *testing.T) {
 				e.pos += 1 << 20
 				encodeEntry(last, e, startOf(p))
 				writeFile(t, p, b)
-			}, "entry"},
+			}, "entry", false},
 			{"extra entries", func(t *testing.T, p string) {
 				b := readFile(t, p)
 				writeFile(t, p, append(b, b[len(b)-IndexEntrySize:]...))
-			}, ""},
+			}, "", false},
 			{"copied from another segment", func(t *testing.T, p string) {
 				other := filepath.Join(filepath.Dir(p), segmentName(0, indexExt))
 				writeFile(t, p, readFile(t, other))
-			}, "checksum"},
+			}, "checksum", false},
 		}
 		for _, tc := range cases {
 			for _, seg := range []uint64{4, 8} { // a sealed segment and the last one
@@ -259,7 +289,11 @@ func TestRecoverRebuildsIndex(t *testing.T) {
 					tc.damage(t, idx)
 					l, rep := mustOpen(t, vfs.NewOS(), dir, cfg)
 					defer l.Close()
-					if len(rep.RebuiltIndexes) != 1 || rep.RebuiltIndexes[0].Segment != seg ||
+					if tc.lagging && seg == 8 {
+						if !rep.Clean() {
+							t.Fatalf("completing a trailing index reported: %+v", rep)
+						}
+					} else if len(rep.RebuiltIndexes) != 1 || rep.RebuiltIndexes[0].Segment != seg ||
 						!strings.Contains(rep.RebuiltIndexes[0].Reason, tc.reason) {
 						t.Fatalf("rebuilt %+v, want segment %d reason ~%q", rep.RebuiltIndexes, seg, tc.reason)
 					}

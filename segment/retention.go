@@ -107,7 +107,7 @@ func (l *Log) deletePrefix(k int) (int, error) {
 // markSynced records that the (empty, just created) segment s and its name
 // are durable.
 func (l *Log) markSynced(s *segment) {
-	s.syncedSize, s.syncedNext, s.syncedEntries = s.size, s.next, s.nEntries
+	s.syncedSize, s.syncedNext, s.syncedEntries = s.size, s.next, s.fileEntries
 }
 
 func (l *Log) removeSegment(s *segment) error {
