@@ -67,15 +67,16 @@
 //	 20     4  checksum         u32, low 32 bits of XXH3-64 seeded with the
 //	                            segment start offset over bytes 0..20
 //
-// Which records get an entry is a pure function of the record lengths, so an
-// index rebuilt from the log is byte-identical to the one written on append:
-// the first record of a segment always has one, and a later record has one
+// Which records get an entry: the first record of a segment; a later record
 // when at least Config.IndexInterval bytes lie between the start of the last
-// indexed record and its own start (IndexInterval 0: every record). Entries
-// are strictly increasing in relative_offset and position. The running
-// maximum in max_timestamp makes timestamp lookups a binary search even if
-// base timestamps ever go backwards; "first message with timestamp ≥ t"
-// means the first record, in offset order, whose base_timestamp ≥ t.
+// indexed record and its own start (IndexInterval 0: every record); and the
+// last durable record at each sync if it has none yet (a sync entry, see
+// below). Entries are strictly increasing in relative_offset and position.
+// Without sync entries (IndexInterval 0 never needs one) an index rebuilt
+// from the log is byte-identical to the one written. The running maximum in
+// max_timestamp makes timestamp lookups a binary search even if base
+// timestamps ever go backwards; "first message with timestamp ≥ t" means the
+// first record, in offset order, whose base_timestamp ≥ t.
 //
 // The entry checksum is seeded with the segment's start offset so that an
 // index file renamed or copied onto another segment fails verification.
@@ -84,8 +85,9 @@
 // entries of records made durable by one sync are written by the next
 // PlanSync (or by syncing a segment before its successor is created, or by
 // Close), so the file trails the log by one group commit and never names a
-// record a crash could lose. That is what lets recovery tell corruption from
-// a torn tail (see Recovery).
+// record a crash could lose. The sync entry makes the end of the last entry's
+// record exactly the durable end known at that sync. That is what lets
+// recovery tell corruption from a torn tail (see Recovery).
 //
 // The active (last) segment keeps its whole index in memory. Sealed segments
 // keep every Config.IndexSummaryStride-th entry in memory and read one block

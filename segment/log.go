@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/iggo/iggo/shard/vfs"
 )
@@ -39,6 +40,10 @@ type segment struct {
 	summary     []indexEntry
 	fileEntries int     // entries written to the .index file
 	ix          indexer // next entries; ix.maxTS is the segment's max timestamp
+
+	// lastRec describes the last record as an index entry would, whether or
+	// not it has one; syncedLast is lastRec as of the last sync.
+	lastRec, syncedLast indexEntry
 
 	syncedSize    int64  // .log bytes known durable
 	syncedNext    uint64 // offset after the last durable record
@@ -283,11 +288,14 @@ func (l *Log) writeRecords(s *segment, recs [][]byte) error {
 	l.pending = l.pending[:0]
 	pos := s.size
 	var next uint64
+	var last indexEntry
 	for _, r := range recs {
 		h := parseHeader(r)
-		if e, ok := ix.add(s.start, h, pos); ok {
+		e, ok := ix.add(s.start, h, pos)
+		if ok {
 			l.pending = append(l.pending, e)
 		}
+		last = indexEntry{rel: uint32(h.baseOffset - s.start), pos: uint32(pos), length: uint32(h.batchLength), maxTS: ix.maxTS}
 		pos += int64(len(r))
 		next = h.nextOffset()
 	}
@@ -295,6 +303,7 @@ func (l *Log) writeRecords(s *segment, recs [][]byte) error {
 		return fmt.Errorf("append to %s at %d: %w", s.logPath, s.size, err)
 	}
 	s.ix = ix
+	s.lastRec = last
 	s.entries = append(s.entries, l.pending...)
 	s.size = pos
 	s.next = next
@@ -307,14 +316,20 @@ func (l *Log) writeRecords(s *segment, recs [][]byte) error {
 // writeEntries writes to s's .index the entries not yet there whose
 // records are durable. The .index file thus never names a record that a
 // crash could lose, which is what lets recovery call damage below its last
-// entry corruption rather than a torn tail. Once a sealed segment's entries
-// are all in the file, only the summary stays in memory.
+// entry corruption rather than a torn tail. So that this frontier is exact
+// whatever the index interval, the last durable record gets an entry (a sync
+// entry) when the interval rule gave it none. Once a sealed
+// segment's entries are all in the file, only the summary stays in memory.
 func (l *Log) writeEntries(s *segment) error {
 	if s.entries == nil {
 		return nil
 	}
 	k := s.fileEntries
 	for k < len(s.entries) && s.entries[k].end() <= s.syncedSize {
+		k++
+	}
+	if s.syncedSize > 0 && (k == 0 || s.entries[k-1].pos < s.syncedLast.pos) {
+		s.entries = slices.Insert(s.entries, k, s.syncedLast)
 		k++
 	}
 	if k > s.fileEntries {
@@ -408,7 +423,7 @@ func (l *Log) syncSegment(s *segment) error {
 		if err := s.logF.Datasync(); err != nil {
 			return fmt.Errorf("fdatasync %s: %w", s.logPath, err)
 		}
-		s.syncedSize, s.syncedNext = s.size, s.next
+		s.syncedSize, s.syncedNext, s.syncedLast = s.size, s.next, s.lastRec
 	}
 	if err := l.writeEntries(s); err != nil {
 		return err
@@ -451,6 +466,7 @@ type syncMark struct {
 	s       *segment
 	size    int64
 	next    uint64
+	last    indexEntry
 	entries int
 }
 
@@ -478,7 +494,7 @@ func (l *Log) PlanSync() (SyncPlan, error) {
 			p.Files = append(p.Files, s.idxF)
 		}
 		if s.syncedSize < s.size || s.syncedEntries < s.fileEntries {
-			p.marks = append(p.marks, syncMark{s: s, size: s.size, next: s.next, entries: s.fileEntries})
+			p.marks = append(p.marks, syncMark{s: s, size: s.size, next: s.next, last: s.lastRec, entries: s.fileEntries})
 		}
 	}
 	if l.dirDirty {
@@ -515,7 +531,7 @@ func (l *Log) CompleteSync(p SyncPlan, err error) error {
 	}
 	for _, m := range p.marks {
 		if m.size > m.s.syncedSize {
-			m.s.syncedSize, m.s.syncedNext = m.size, m.next
+			m.s.syncedSize, m.s.syncedNext, m.s.syncedLast = m.size, m.next, m.last
 		}
 		m.s.syncedEntries = max(m.s.syncedEntries, m.entries)
 	}

@@ -302,27 +302,34 @@ func (l *Log) recoverSegment(s *segment, last bool, rep *Report) error {
 
 	verify := last || l.cfg.VerifySealedOnOpen
 	ix := indexer{interval: int64(l.cfg.IndexInterval)}
-	pos, expect, kept := int64(0), s.start, 0
-	if !verify && valid > 0 {
-		// Trust the checksummed entries if the record under the last one
-		// agrees with it, and walk only what follows.
-		e := disk[valid-1]
-		h, ok, err := l.headerAt(s.logF, int64(e.pos), logSize)
-		if err != nil {
+	w := walkResult{next: s.start}
+	if verify {
+		// Re-hash every record, adopting the valid entries of the index
+		// that name them.
+		w.entries = make([]indexEntry, 0, valid)
+		if w, err = l.walk(s, w, &ix, true, logSize, disk[:valid]); err != nil {
 			return err
 		}
-		if ok && h.baseOffset == s.start+uint64(e.rel) && h.batchLength == uint64(e.length) &&
-			checkHeader(l.hdr, h, l.cfg.PartitionID, l.cfg.MaxRecordSize) == "" {
-			ix.resumeAt(e)
-			ix.maxTS = max(ix.maxTS, h.baseTimestamp)
-			pos, expect, kept = e.end(), h.nextOffset(), valid
-		} else if why == "" {
-			why = fmt.Sprintf("entry %d does not match the record at position %d", valid-1, e.pos)
+	} else {
+		if valid > 0 {
+			// Trust the checksummed entries if the record under the last
+			// one agrees with it, and walk only what follows.
+			e := disk[valid-1]
+			h, ok, err := l.headerAt(s.logF, int64(e.pos), logSize)
+			if err != nil {
+				return err
+			}
+			if ok && h.baseOffset == s.start+uint64(e.rel) && h.batchLength == uint64(e.length) &&
+				checkHeader(l.hdr, h, l.cfg.PartitionID, l.cfg.MaxRecordSize) == "" {
+				ix.resumeAt(e)
+				w = walkResult{end: e.end(), next: h.nextOffset(), entries: disk[:valid:valid], last: e}
+			} else if why == "" {
+				why = fmt.Sprintf("entry %d does not match the record at position %d", valid-1, e.pos)
+			}
 		}
-	}
-	w, err := l.walk(s, pos, expect, &ix, verify, logSize)
-	if err != nil {
-		return err
+		if w, err = l.walk(s, w, &ix, false, logSize, nil); err != nil {
+			return err
+		}
 	}
 	if w.bad != "" {
 		if !last {
@@ -342,7 +349,7 @@ func (l *Log) recoverSegment(s *segment, last bool, rep *Report) error {
 		rep.TornTail = &TornTail{Segment: s.start, Path: s.logPath, Position: w.end, Dropped: logSize - w.end, Reason: w.bad}
 	}
 
-	want := append(disk[:kept:kept], w.entries...)
+	want := w.entries
 	same := 0
 	for same < len(want) && same < len(disk) && want[same] == disk[same] {
 		same++
@@ -374,6 +381,7 @@ func (l *Log) recoverSegment(s *segment, last bool, rep *Report) error {
 	}
 	s.entries, s.fileEntries = want, same
 	s.size, s.next, s.ix = w.end, w.next, ix
+	s.lastRec, s.syncedLast = w.last, w.last
 	return nil
 }
 
@@ -420,23 +428,31 @@ func (l *Log) headerAt(f vfs.File, pos, size int64) (recordHeader, bool, error) 
 	return parseHeader(l.hdr), true, nil
 }
 
-// walkResult is where a log walk stopped and what it indexed.
+// walkResult is where a log walk stopped and the segment's index up to
+// there.
 type walkResult struct {
 	end     int64  // position after the last good record
 	next    uint64 // offset after the last good record
 	entries []indexEntry
-	bad     string // why the record at end is not good; "" at the log end
+	last    indexEntry // the last good record, as an index entry
+	bad     string     // why the record at end is not good; "" at the log end
 }
 
-// walk checks records from pos (expected to start at offset expect) to
-// logSize, deriving their index entries. With verify every record is read
-// whole and re-hashed; otherwise only headers are read.
-func (l *Log) walk(s *segment, pos int64, expect uint64, ix *indexer, verify bool, logSize int64) (walkResult, error) {
-	w := walkResult{end: pos, next: expect}
+// walk checks records from w.end (expected to start at offset w.next) to
+// logSize and extends w.entries with index entries for them. With verify
+// every record is read whole and re-hashed; otherwise only headers are read.
+//
+// adopt holds index entries read from the file: while they name the walked
+// records exactly they are kept as they are, and the interval rule resumes
+// after the last one kept, so entries the file holds beyond the interval rule
+// (sync entries) survive recovery.
+func (l *Log) walk(s *segment, w walkResult, ix *indexer, verify bool, logSize int64, adopt []indexEntry) (walkResult, error) {
 	var sc *scanner
 	if verify {
 		sc = &scanner{f: s.logF, size: logSize}
 	}
+	adopted, since := 0, len(w.entries) // entries derived since the last adoption start at since
+	pos, expect := w.end, w.next
 	for pos < logSize {
 		if logSize-pos < RecordHeaderSize {
 			w.bad = fmt.Sprintf("partial record header of %d bytes", logSize-pos)
@@ -478,9 +494,30 @@ func (l *Log) walk(s *segment, pos int64, expect uint64, ix *indexer, verify boo
 				return w, nil
 			}
 		}
-		if e, ok := ix.add(s.start, h, pos); ok {
-			w.entries = append(w.entries, e)
+		cur := indexEntry{rel: uint32(h.baseOffset - s.start), pos: uint32(pos), length: uint32(h.batchLength),
+			maxTS: max(ix.maxTS, h.baseTimestamp)}
+		if adopted < len(adopt) && int64(adopt[adopted].pos) < pos {
+			adopt = adopt[:adopted] // an entry inside a record: stop adopting
 		}
+		adoptedHere := false
+		if adopted < len(adopt) && int64(adopt[adopted].pos) == pos {
+			if adopt[adopted] == cur {
+				// The file's entries up to here stand as they are.
+				w.entries = append(w.entries[:since], cur)
+				since = len(w.entries)
+				adopted++
+				ix.resumeAt(cur)
+				adoptedHere = true
+			} else {
+				adopt = adopt[:adopted]
+			}
+		}
+		if !adoptedHere {
+			if e, ok := ix.add(s.start, h, pos); ok {
+				w.entries = append(w.entries, e)
+			}
+		}
+		w.last = cur
 		pos += int64(h.batchLength)
 		expect = h.nextOffset()
 		w.end, w.next = pos, expect
