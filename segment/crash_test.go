@@ -84,23 +84,50 @@ func (ct *crashTester) checkContents(t *rapid.T) {
 	}
 }
 
+// records draws records continuing the log and remembers them.
+func (ct *crashTester) records(t *rapid.T) [][]byte {
+	var recs [][]byte
+	next := ct.l.NextOffset()
+	for i := rapid.IntRange(1, 4).Draw(t, "records"); i > 0; i-- {
+		ct.ts += uint64(rapid.IntRange(0, 3).Draw(t, "tsDelta"))
+		r := simpleRecord(ct.cfg.PartitionID, next, ct.ts, rapid.IntRange(1, 3).Draw(t, "count"), rapid.IntRange(0, 700).Draw(t, "size"))
+		ct.recs[next] = r
+		next = parseHeader(r).nextOffset()
+		recs = append(recs, r)
+	}
+	return recs
+}
+
 // step runs one random operation; false when an injected fault stopped it.
 func (ct *crashTester) step(t *rapid.T) bool {
 	l := ct.l
 	var err error
-	switch op := rapid.IntRange(0, 11).Draw(t, "op"); {
+	switch op := rapid.IntRange(0, 13).Draw(t, "op"); {
 	case op < 5:
-		var recs [][]byte
-		next := l.NextOffset()
-		for i := rapid.IntRange(1, 4).Draw(t, "records"); i > 0; i-- {
-			ct.ts += uint64(rapid.IntRange(0, 3).Draw(t, "tsDelta"))
-			r := simpleRecord(ct.cfg.PartitionID, next, ct.ts, rapid.IntRange(1, 3).Draw(t, "count"), rapid.IntRange(0, 700).Draw(t, "size"))
-			ct.recs[next] = r
-			next = parseHeader(r).nextOffset()
-			recs = append(recs, r)
+		err = l.Append(ct.records(t))
+	case op < 7 && ct.plan == nil:
+		// A shard loop iteration: the staged append and the group commit
+		// covering it in one submission.
+		var b vfs.Batch
+		var st Staged
+		if st, err = l.StageAppend(&b, ct.records(t)); err != nil {
+			break
 		}
-		err = l.Append(recs)
-	case op < 8:
+		var p SyncPlan
+		if p, err = l.PlanSync(); err != nil {
+			break
+		}
+		p.AddTo(&b)
+		serr := ct.f.Submit(&b)
+		if err = l.FinishAppend(serr); err == nil {
+			err = l.CompleteSync(p, serr)
+		} else {
+			l.CompleteSync(p, serr)
+		}
+		if err == nil && st.Records == 0 {
+			t.Fatal("nothing staged")
+		}
+	case op < 10:
 		// The shard's group commit, with appends possibly made while its
 		// syncs are in flight.
 		if ct.plan == nil {
@@ -114,15 +141,15 @@ func (ct *crashTester) step(t *rapid.T) bool {
 			err = l.CompleteSync(*ct.plan, ct.f.Submit(&b))
 			ct.plan = nil
 		}
-	case op == 8:
+	case op == 10:
 		if ct.plan == nil {
 			err = l.Sync()
 		}
-	case op == 9:
-		_, err = l.DeleteOldestSegments(rapid.IntRange(0, 2).Draw(t, "n"))
-	case op == 10:
-		_, err = l.DeleteSegmentsToFit(uint64(rapid.IntRange(0, 8000).Draw(t, "maxBytes")))
 	case op == 11:
+		_, err = l.DeleteOldestSegments(rapid.IntRange(0, 2).Draw(t, "n"))
+	case op == 12:
+		_, err = l.DeleteSegmentsToFit(uint64(rapid.IntRange(0, 8000).Draw(t, "maxBytes")))
+	case op == 13:
 		err = l.Purge(l.NextOffset() + uint64(rapid.IntRange(0, 3).Draw(t, "skip")))
 	}
 	if errors.Is(err, ErrSyncPending) && ct.plan != nil {

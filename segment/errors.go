@@ -25,6 +25,9 @@ var (
 	ErrOffsetReuse = errors.New("segment: next offset below one already used")
 	// ErrNotFound is returned by lookups of an offset outside the stored range.
 	ErrNotFound = errors.New("segment: offset not stored")
+	// ErrStaged is returned by Append, StageAppend, retention and purge while
+	// a staged append awaits FinishAppend.
+	ErrStaged = errors.New("segment: a staged append is outstanding")
 	// ErrSyncPending is returned by retention and purge while a SyncPlan is
 	// outstanding: they close files the plan names.
 	ErrSyncPending = errors.New("segment: a sync plan is outstanding")

@@ -99,6 +99,9 @@ type Log struct {
 	planOut  bool   // a SyncPlan is outstanding
 	epoch    uint64 // bumped by retention and purge
 
+	staged    *pendingAppend // a StageAppend awaiting FinishAppend
+	stagedBuf []indexEntry
+
 	// scratch reused by appends, reads and verification
 	hdr     []byte
 	idxBuf  []byte
@@ -246,6 +249,31 @@ func (l *Log) Append(records [][]byte) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
+	if l.staged != nil {
+		return ErrStaged
+	}
+	if err := l.validate(records); err != nil {
+		return err
+	}
+	for len(records) > 0 {
+		s, err := l.activeForAppend()
+		if err != nil {
+			return l.fail(err)
+		}
+		n := l.fitting(s, records)
+		a := l.prepare(s, records[:n], l.pending[:0])
+		l.pending = a.entries
+		if _, err := s.logF.WritevAt(records[:n], s.size); err != nil {
+			return l.fail(fmt.Errorf("append to %s at %d: %w", s.logPath, s.size, err))
+		}
+		l.apply(a)
+		records = records[n:]
+	}
+	return nil
+}
+
+// validate checks records as Append documents.
+func (l *Log) validate(records [][]byte) error {
 	next := l.NextOffset()
 	for i, r := range records {
 		if len(r) < RecordHeaderSize {
@@ -263,53 +291,119 @@ func (l *Log) Append(records [][]byte) error {
 		}
 		next = h.nextOffset()
 	}
-	for len(records) > 0 {
-		s, err := l.activeForAppend()
-		if err != nil {
-			return l.fail(err)
-		}
-		n, size := 0, s.size
-		for n < len(records) && size < int64(l.cfg.SegmentSize) {
-			size += int64(len(records[n]))
-			n++
-		}
-		if err := l.writeRecords(s, records[:n]); err != nil {
-			return l.fail(err)
-		}
-		records = records[n:]
-	}
 	return nil
 }
 
-// writeRecords appends recs to the active segment s; state changes only
-// after the write succeeds.
-func (l *Log) writeRecords(s *segment, recs [][]byte) error {
-	ix := s.ix
-	l.pending = l.pending[:0]
-	pos := s.size
-	var next uint64
-	var last indexEntry
+// fitting is how many of records go to the active segment s: up to and
+// including the one that brings it to SegmentSize.
+func (l *Log) fitting(s *segment, records [][]byte) int {
+	n, size := 0, s.size
+	for n < len(records) && size < int64(l.cfg.SegmentSize) {
+		size += int64(len(records[n]))
+		n++
+	}
+	return n
+}
+
+// pendingAppend is the state of segment s once recs are written.
+type pendingAppend struct {
+	s       *segment
+	ix      indexer
+	entries []indexEntry // new entries
+	last    indexEntry
+	size    int64
+	next    uint64
+}
+
+// prepare computes what appending recs to s changes, appending the new
+// index entries to entries.
+func (l *Log) prepare(s *segment, recs [][]byte, entries []indexEntry) pendingAppend {
+	a := pendingAppend{s: s, ix: s.ix, entries: entries, size: s.size}
 	for _, r := range recs {
 		h := parseHeader(r)
-		e, ok := ix.add(s.start, h, pos)
-		if ok {
-			l.pending = append(l.pending, e)
+		if e, ok := a.ix.add(s.start, h, a.size); ok {
+			a.entries = append(a.entries, e)
 		}
-		last = indexEntry{rel: uint32(h.baseOffset - s.start), pos: uint32(pos), length: uint32(h.batchLength), maxTS: ix.maxTS}
-		pos += int64(len(r))
-		next = h.nextOffset()
+		a.last = indexEntry{rel: uint32(h.baseOffset - s.start), pos: uint32(a.size), length: uint32(h.batchLength), maxTS: a.ix.maxTS}
+		a.size += int64(len(r))
+		a.next = h.nextOffset()
 	}
-	if _, err := s.logF.WritevAt(recs, s.size); err != nil {
-		return fmt.Errorf("append to %s at %d: %w", s.logPath, s.size, err)
-	}
-	s.ix = ix
-	s.lastRec = last
-	s.entries = append(s.entries, l.pending...)
-	s.size = pos
-	s.next = next
+	return a
+}
+
+// apply records a written append.
+func (l *Log) apply(a pendingAppend) {
+	s := a.s
+	s.ix = a.ix
+	s.entries = append(s.entries, a.entries...)
+	s.lastRec = a.last
+	s.size, s.next = a.size, a.next
 	if s.size >= int64(l.cfg.SegmentSize) {
 		s.sealed = true
 	}
+}
+
+// Staged is an append whose write waits in a vfs.Batch.
+type Staged struct {
+	// Records is how many of the records passed to StageAppend were staged:
+	// those up to the end of the active segment. The caller appends the
+	// rest after FinishAppend (the next segment can only be created once
+	// this one is durable).
+	Records int
+}
+
+// StageAppend is Append for a group commit: it validates records like
+// Append, puts the write of those that fit the active segment into b, and
+// changes nothing until FinishAppend reports how the batch went. Reads do
+// not see staged records. A PlanSync made while the append is staged covers
+// it, so one vfs.FS.Submit can carry the writes and the syncs; its
+// CompleteSync must come after FinishAppend. One append may be staged at a
+// time; Append, retention and purge return ErrStaged meanwhile. b keeps the
+// record slices until it is reset.
+//
+// Opening a new segment (when the last one is sealed) happens inside
+// StageAppend, synchronously, as in Append.
+func (l *Log) StageAppend(b *vfs.Batch, records [][]byte) (Staged, error) {
+	if err := l.usable(); err != nil {
+		return Staged{}, err
+	}
+	if l.staged != nil {
+		return Staged{}, ErrStaged
+	}
+	if err := l.validate(records); err != nil {
+		return Staged{}, err
+	}
+	if len(records) == 0 {
+		return Staged{}, nil
+	}
+	s, err := l.activeForAppend()
+	if err != nil {
+		return Staged{}, l.fail(err)
+	}
+	n := l.fitting(s, records)
+	a := l.prepare(s, records[:n], l.stagedBuf[:0])
+	l.stagedBuf = a.entries
+	b.WritevAt(s.logF, records[:n], s.size)
+	l.staged = &a
+	return Staged{Records: n}, nil
+}
+
+// FinishAppend completes the staged append with the outcome of the batch
+// that carried it: err is the batch's error for that write (nil when it
+// succeeded). A failed write fails the log.
+func (l *Log) FinishAppend(err error) error {
+	a := l.staged
+	if a == nil {
+		panic("segment: FinishAppend without a staged append")
+	}
+	l.staged = nil
+	if err != nil {
+		return l.fail(fmt.Errorf("append to %s at %d: %w", a.s.logPath, a.s.size, err))
+	}
+	if e := l.usable(); e != nil {
+		return e
+	}
+	l.apply(*a)
 	return nil
 }
 
@@ -473,7 +567,8 @@ type syncMark struct {
 // Empty reports whether the plan has nothing to do.
 func (p *SyncPlan) Empty() bool { return len(p.Files) == 0 && p.Dir == "" }
 
-// PlanSync returns what is not yet durable. It first writes the index
+// PlanSync returns what is not yet durable, a staged append included. It
+// first writes the index
 // entries of records made durable by the previous completed plan, so the
 // .index trails the .log by one group commit. Retention and purge refuse to
 // run until the plan is completed. Appends may continue meanwhile; they are
@@ -487,14 +582,18 @@ func (l *Log) PlanSync() (SyncPlan, error) {
 		if err := l.writeEntries(s); err != nil {
 			return SyncPlan{}, l.fail(err)
 		}
-		if s.syncedSize < s.size {
+		m := syncMark{s: s, size: s.size, next: s.next, last: s.lastRec, entries: s.fileEntries}
+		if a := l.staged; a != nil && a.s == s {
+			m.size, m.next, m.last = a.size, a.next, a.last
+		}
+		if s.syncedSize < m.size {
 			p.Files = append(p.Files, s.logF)
 		}
 		if s.syncedEntries < s.fileEntries {
 			p.Files = append(p.Files, s.idxF)
 		}
-		if s.syncedSize < s.size || s.syncedEntries < s.fileEntries {
-			p.marks = append(p.marks, syncMark{s: s, size: s.size, next: s.next, last: s.lastRec, entries: s.fileEntries})
+		if s.syncedSize < m.size || s.syncedEntries < s.fileEntries {
+			p.marks = append(p.marks, m)
 		}
 	}
 	if l.dirDirty {
@@ -530,6 +629,9 @@ func (l *Log) CompleteSync(p SyncPlan, err error) error {
 		panic(fmt.Sprintf("segment: CompleteSync of a plan from epoch %d in epoch %d (retention or purge ran while it was outstanding)", p.epoch, l.epoch))
 	}
 	for _, m := range p.marks {
+		if m.size > m.s.size {
+			panic(fmt.Sprintf("segment: CompleteSync of a plan covering %s up to %d before FinishAppend of the staged append (written %d)", m.s.logPath, m.size, m.s.size))
+		}
 		if m.size > m.s.syncedSize {
 			m.s.syncedSize, m.s.syncedNext, m.s.syncedLast = m.size, m.next, m.last
 		}

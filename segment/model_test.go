@@ -156,6 +156,69 @@ func (lm *logMachine) Append(t *rapid.T) {
 	}
 }
 
+// StageAppend runs a shard loop iteration: the append staged in a batch,
+// sometimes with the group commit in the same submission.
+func (lm *logMachine) StageAppend(t *rapid.T) {
+	if lm.planned != nil {
+		t.Skip("plan outstanding")
+	}
+	var recs [][]byte
+	next := lm.m.nextOffset()
+	for i := rapid.IntRange(1, 4).Draw(t, "records"); i > 0; i-- {
+		lm.ts += uint64(rapid.IntRange(0, 3).Draw(t, "tsDelta"))
+		r := simpleRecord(lm.cfg.PartitionID, next, lm.ts, rapid.IntRange(1, 3).Draw(t, "count"), rapid.IntRange(0, 160).Draw(t, "size"))
+		recs = append(recs, r)
+		next = parseHeader(r).nextOffset()
+	}
+	var b vfs.Batch
+	st, err := lm.l.StageAppend(&b, recs)
+	if err != nil {
+		t.Fatalf("stage: %v", err)
+	}
+	if err := lm.l.Append(recs[st.Records:]); !errors.Is(err, ErrStaged) {
+		t.Fatalf("append while staged: %v", err)
+	}
+	withSync := rapid.Bool().Draw(t, "withSync")
+	var p SyncPlan
+	if withSync {
+		if p, err = lm.l.PlanSync(); err != nil {
+			t.Fatal(err)
+		}
+		p.AddTo(&b)
+	}
+	// Nothing of the staged records shows before FinishAppend (a new
+	// segment may have been opened for them, empty).
+	if lm.l.NextOffset() != lm.m.nextOffset() {
+		t.Fatalf("staged records visible: next %d, model %d", lm.l.NextOffset(), lm.m.nextOffset())
+	}
+	if res, err := lm.l.Read(make([]byte, 1<<16), ReadRequest{From: lm.m.nextOffset(), MaxMessages: 100}); err != nil || res.Records != 0 {
+		t.Fatalf("read of staged records: %+v %v", res, err)
+	}
+	if err := lm.fsys.Submit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := lm.l.FinishAppend(nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs[:st.Records] {
+		h := parseHeader(r)
+		lm.m.append(mRec{base: h.baseOffset, count: h.messageCount, ts: h.baseTimestamp, bytes: r})
+	}
+	if withSync {
+		if err := lm.l.CompleteSync(p, nil); err != nil {
+			t.Fatal(err)
+		}
+		lm.m.durableNext = lm.m.nextOffset()
+	}
+	if err := lm.l.Append(recs[st.Records:]); err != nil {
+		t.Fatalf("append of the rest: %v", err)
+	}
+	for _, r := range recs[st.Records:] {
+		h := parseHeader(r)
+		lm.m.append(mRec{base: h.baseOffset, count: h.messageCount, ts: h.baseTimestamp, bytes: r})
+	}
+}
+
 func (lm *logMachine) AppendInvalid(t *rapid.T) {
 	next := lm.m.nextOffset()
 	good := simpleRecord(lm.cfg.PartitionID, next, lm.ts, 1, 10)

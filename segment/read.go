@@ -317,6 +317,7 @@ func (l *Log) Read(buf []byte, q ReadRequest) (ReadResult, error) {
 		// end lies on a record boundary past the first record, so only the
 		// buffer can be too short for it.
 		n := min(end-ri.Position, int64(len(buf)-res.N))
+		cut := n < end-ri.Position
 		if n < ri.Length {
 			if res.N == 0 {
 				return res, &BufferTooSmallError{Need: int(ri.Length)}
@@ -338,6 +339,12 @@ func (l *Log) Read(buf []byte, q ReadRequest) (ReadResult, error) {
 				return res, l.corruptLog(s, ri.Position+int64(p), expect, "base_offset %d", h.baseOffset)
 			}
 			if uint64(len(rec)) < h.batchLength {
+				// The chunk ends at a record boundary unless the buffer cut
+				// it, and no record runs past the written end.
+				at := ri.Position + int64(p)
+				if !cut || at+int64(h.batchLength) > readable {
+					return res, l.corruptLog(s, at, expect, "record of %d bytes runs past %d", h.batchLength, ri.Position+n)
+				}
 				if res.Records == 0 {
 					return res, &BufferTooSmallError{Need: int(h.batchLength)}
 				}

@@ -26,6 +26,9 @@ func (l *Log) retentionReady() error {
 	if l.planOut {
 		return ErrSyncPending
 	}
+	if l.staged != nil {
+		return ErrStaged
+	}
 	return nil
 }
 
