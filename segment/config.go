@@ -50,10 +50,12 @@ type Config struct {
 	// ValidateChecksum makes Read verify every frame and batch checksum of
 	// what it returns (Iggy's partition.validate_checksum, default true).
 	ValidateChecksum bool
-	// VerifySealedOnOpen makes Open re-hash every record of every sealed
-	// segment instead of checking their indexes and record headers. The last
-	// segment is always fully verified.
-	VerifySealedOnOpen bool
+	// VerifyAllOnOpen makes Open re-hash every record of every segment.
+	// Without it Open re-hashes only the records the last segment's index
+	// does not vouch for (those that may not have been durable) and checks
+	// the rest through indexes and record headers; reads with
+	// ValidateChecksum still catch damage to the rest.
+	VerifyAllOnOpen bool
 	// IndexInterval is the least number of log bytes between two indexed
 	// records; 0 indexes every record. Larger values shrink the index and
 	// make lookups walk more record headers.

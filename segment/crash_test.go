@@ -233,7 +233,7 @@ func TestCrashKeepsDurableData(t *testing.T) {
 func TestCorruptionNeverServedSilently(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := testConfig(uint64(rapid.IntRange(800, 3000).Draw(t, "segmentSize")))
-		cfg.VerifySealedOnOpen = rapid.Bool().Draw(t, "verifySealed")
+		cfg.VerifyAllOnOpen = rapid.Bool().Draw(t, "verifySealed")
 		cfg.IndexInterval = uint32(rapid.SampledFrom([]int{0, 1500}).Draw(t, "indexInterval"))
 		f := vfs.NewFault(rapid.Uint64().Draw(t, "seed"))
 		const dir = "/p"

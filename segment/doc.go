@@ -119,18 +119,23 @@
 // log (reported in the Report; merely trailing entries of the last segment
 // are routine and completed silently).
 //
-// Sealed segments were durable before their successors existed, so any
-// damage in one is corruption. Their indexes and the record headers after the
-// last entry are checked (every record is re-hashed with
-// Config.VerifySealedOnOpen).
+// Every segment's index is trusted up to its last valid entry if the record
+// header there agrees with it (Config.VerifyAllOnOpen re-hashes every record
+// of every segment instead; reads with Config.ValidateChecksum catch damage
+// to records recovery did not re-hash).
 //
-// The last segment is re-hashed record by record. Damage below the end of
-// the record named by its last valid index entry hit durable data and is
-// corruption. Damage above it is a torn tail (a crash may keep any prefix of
-// unsynced appends, and any sectors of the write in flight, so whole records
-// may even follow the damage): the log is truncated there and the Report says
-// where and why. A whole record with good checksums but the wrong partition
-// or offset is never a tear and is corruption wherever it is.
+// Sealed segments were durable before their successors existed, so any
+// damage in one is corruption. The record headers after the last entry are
+// walked.
+//
+// The records of the last segment after its last index entry are re-hashed.
+// Damage below the end of the record named by the last valid index entry hit
+// durable data and is corruption. Damage above it is a torn tail (a crash may
+// keep any prefix of unsynced appends, and any sectors of the write in
+// flight, so whole records may even follow the damage): the log is truncated
+// there and the Report says where and why. A whole record with good checksums
+// but the wrong partition or offset is never a tear and is corruption
+// wherever it is.
 //
 // Corruption is returned as a *CorruptionError (errors.Is ErrCorrupt) naming
 // the file, byte position and expected offset; nothing is changed. Holes and

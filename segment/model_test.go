@@ -534,7 +534,7 @@ func newLogMachine(t *rapid.T, root string) *logMachine {
 	cfg := testConfig(uint64(rapid.IntRange(300, 2500).Draw(t, "segmentSize")))
 	cfg.IndexInterval = uint32(rapid.SampledFrom([]int{0, 0, 300, 900}).Draw(t, "indexInterval"))
 	cfg.IndexSummaryStride = rapid.SampledFrom([]int{1, 2, 3, 64}).Draw(t, "stride")
-	cfg.VerifySealedOnOpen = rapid.Bool().Draw(t, "verifySealed")
+	cfg.VerifyAllOnOpen = rapid.Bool().Draw(t, "verifySealed")
 	dir, err := os.MkdirTemp(root, "log")
 	if err != nil {
 		t.Fatal(err)

@@ -262,17 +262,19 @@ func (l *Log) openSegment(start uint64) (*segment, error) {
 
 // recoverSegment establishes s's extent and index.
 //
-// A sealed segment is checked through its index and the record headers
-// after the last entry (every record with VerifySealedOnOpen); any damage is
-// corruption, because sealed segments were durable before their successors
-// existed. Its index is repaired and synced here.
+// A segment's index is trusted up to its last valid entry when the record
+// there agrees with it (with VerifyAllOnOpen every record is re-hashed
+// instead). A sealed segment's records after that entry get a header walk;
+// any damage is corruption, because sealed segments were durable before
+// their successors existed. Its index is repaired and synced here.
 //
-// The last segment is verified record by record. Its .index names only
-// records that were durable when the entry was written, so damage below the
-// end of the last valid entry's record is corruption; damage above it is a
-// torn tail of unsynced appends (a crash may keep any sectors of them) and is
-// truncated, unless the damaged record is whole with good checksums (a record
-// of another partition or offset is misplaced, not torn). Its index is left
+// The last segment's records after that entry are re-hashed. Its .index
+// names only records that were durable when the entry was written, so damage
+// below the end of the last valid entry's record is corruption; damage above
+// it is a torn tail of unsynced appends (a crash may keep any sectors of
+// them) and is truncated, unless the damaged record is whole with good
+// checksums (a record of another partition or offset is misplaced, not
+// torn). Its index is left
 // in s.entries with s.fileEntries entries of the file known right; recover
 // writes the rest once the log is durable. Entries merely missing from the
 // end of its index are routine (they trail the log by a sync) and not
@@ -300,36 +302,37 @@ func (l *Log) recoverSegment(s *segment, last bool, rep *Report) error {
 		why = fmt.Sprintf("index of %d bytes holds more entries than the log has records", idxSize)
 	}
 
-	verify := last || l.cfg.VerifySealedOnOpen
 	ix := indexer{interval: int64(l.cfg.IndexInterval)}
 	w := walkResult{next: s.start}
-	if verify {
-		// Re-hash every record, adopting the valid entries of the index
-		// that name them.
-		w.entries = make([]indexEntry, 0, valid)
-		if w, err = l.walk(s, w, &ix, true, logSize, disk[:valid]); err != nil {
+	resumed := false
+	if !l.cfg.VerifyAllOnOpen && valid > 0 {
+		// Trust the checksummed entries if the record under the last one
+		// agrees with it, and walk only what follows.
+		e := disk[valid-1]
+		h, ok, err := l.headerAt(s.logF, int64(e.pos), logSize)
+		if err != nil {
 			return err
 		}
-	} else {
-		if valid > 0 {
-			// Trust the checksummed entries if the record under the last
-			// one agrees with it, and walk only what follows.
-			e := disk[valid-1]
-			h, ok, err := l.headerAt(s.logF, int64(e.pos), logSize)
-			if err != nil {
-				return err
-			}
-			if ok && h.baseOffset == s.start+uint64(e.rel) && h.batchLength == uint64(e.length) &&
-				checkHeader(l.hdr, h, l.cfg.PartitionID, l.cfg.MaxRecordSize) == "" {
-				ix.resumeAt(e)
-				w = walkResult{end: e.end(), next: h.nextOffset(), entries: disk[:valid:valid], last: e}
-			} else if why == "" {
-				why = fmt.Sprintf("entry %d does not match the record at position %d", valid-1, e.pos)
-			}
+		if ok && h.baseOffset == s.start+uint64(e.rel) && h.batchLength == uint64(e.length) &&
+			checkHeader(l.hdr, h, l.cfg.PartitionID, l.cfg.MaxRecordSize) == "" {
+			ix.resumeAt(e)
+			ix.maxTS = max(ix.maxTS, h.baseTimestamp)
+			w = walkResult{end: e.end(), next: h.nextOffset(), entries: disk[:valid:valid], last: e}
+			resumed = true
+		} else if why == "" {
+			why = fmt.Sprintf("entry %d does not match the record at position %d", valid-1, e.pos)
 		}
-		if w, err = l.walk(s, w, &ix, false, logSize, nil); err != nil {
-			return err
-		}
+	}
+	// The last segment's records past its index may not have been durable:
+	// re-hash them (all of it if the index could not be trusted), adopting
+	// the valid entries of the index that name them.
+	verify := last || l.cfg.VerifyAllOnOpen
+	var adopt []indexEntry
+	if verify && !resumed {
+		adopt, w.entries = disk[:valid], make([]indexEntry, 0, valid)
+	}
+	if w, err = l.walk(s, w, &ix, verify, logSize, adopt); err != nil {
+		return err
 	}
 	if w.bad != "" {
 		if !last {

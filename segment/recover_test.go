@@ -132,7 +132,19 @@ func TestRecoverMidLogCorruptionReported(t *testing.T) {
 	t.Run("last segment payload", func(t *testing.T) {
 		dir, cfg, _ := buildLog(t, 1<<20, 5, size)
 		flip(t, segPath(dir, 0, logExt), 2*recLen+RecordHeaderSize+FrameHeaderSize+3)
-		_, rep, err := Open(vfs.NewOS(), dir, cfg)
+		// The index vouches for the record, so Open does not re-hash it by
+		// default; a checksum-validating read reports it.
+		l, rep := mustOpen(t, vfs.NewOS(), dir, cfg)
+		if !rep.Clean() {
+			t.Fatalf("report %+v", rep)
+		}
+		_, err := l.Read(make([]byte, 1<<16), ReadRequest{From: 0, MaxMessages: 10})
+		if ce := asCorruption(t, err); ce.Position != 2*recLen || ce.Offset != 2 {
+			t.Fatalf("read corruption %+v", ce)
+		}
+		l.Close()
+		cfg.VerifyAllOnOpen = true
+		_, rep, err = Open(vfs.NewOS(), dir, cfg)
 		ce := asCorruption(t, err)
 		if ce.Segment != 0 || ce.Position != 2*recLen || ce.Offset != 2 || !strings.Contains(ce.Reason, "below the durable end") {
 			t.Fatalf("corruption %+v", ce)
@@ -159,6 +171,7 @@ func TestRecoverMidLogCorruptionReported(t *testing.T) {
 	t.Run("last segment impossible header", func(t *testing.T) {
 		dir, cfg, _ := buildLog(t, 1<<20, 5, size)
 		flip(t, segPath(dir, 0, logExt), 1*recLen+hBatchLength+2)
+		cfg.VerifyAllOnOpen = true
 		_, _, err := Open(vfs.NewOS(), dir, cfg)
 		ce := asCorruption(t, err)
 		if ce.Position != recLen {
@@ -180,7 +193,19 @@ func TestRecoverMidLogCorruptionReported(t *testing.T) {
 			t.Fatalf("corruption %+v", ce)
 		}
 	})
-	t.Run("sealed segment payload with VerifySealedOnOpen", func(t *testing.T) {
+	t.Run("last segment below the durable end", func(t *testing.T) {
+		// The index vouches for records 0..2 only; damage in record 1 is
+		// found by the re-hash (the last entry does not match its record)
+		// and is below the durable end.
+		dir, cfg, _ := buildLogSynced(t, 1<<20, 3, 5, size)
+		flip(t, segPath(dir, 0, logExt), 2*recLen+hBaseOffset)
+		_, _, err := Open(vfs.NewOS(), dir, cfg)
+		ce := asCorruption(t, err)
+		if ce.Position != 2*recLen || !strings.Contains(ce.Reason, "below the durable end") {
+			t.Fatalf("corruption %+v", ce)
+		}
+	})
+	t.Run("sealed segment payload with VerifyAllOnOpen", func(t *testing.T) {
 		dir, cfg, _ := buildLog(t, 3*uint64(recLen), 7, size)
 		flip(t, segPath(dir, 3, logExt), 1*recLen+RecordHeaderSize+FrameHeaderSize)
 		// Without the option the damage is not read at boot, but a read
@@ -195,7 +220,7 @@ func TestRecoverMidLogCorruptionReported(t *testing.T) {
 			t.Fatalf("read corruption %+v", ce)
 		}
 		l.Close()
-		cfg.VerifySealedOnOpen = true
+		cfg.VerifyAllOnOpen = true
 		_, _, err = Open(vfs.NewOS(), dir, cfg)
 		ce = asCorruption(t, err)
 		if ce.Segment != 3 || ce.Position != recLen || ce.Offset != 4 || ce.File != segPath(dir, 3, logExt) {
