@@ -1,0 +1,102 @@
+package metadata
+
+import (
+	"bytes"
+	"testing"
+)
+
+// machine drives a State through commands in tests, numbering ops and
+// advancing a fake clock so every command has a distinct timestamp.
+type machine struct {
+	t  testing.TB
+	s  *State
+	op uint64
+	ts uint64
+}
+
+func newMachine(t testing.TB) *machine {
+	m := &machine{t: t, s: NewState(), ts: 1_700_000_000_000_000}
+	if r := m.sys(Bootstrap{RootUsername: "iggy", RootPasswordHash: "root-hash", Limits: DefaultLimits()}); r.Code != OK {
+		t.Fatalf("bootstrap: %v", r.Code)
+	}
+	return m
+}
+
+func (m *machine) meta(user uint32, client ClientID, system bool) Meta {
+	m.op++
+	m.ts += 1000
+	return Meta{Op: m.op, Timestamp: m.ts, UserID: user, Client: client, System: system}
+}
+
+// apply runs c as user with client id, checking that the input state is
+// left untouched (copy-on-write isolation).
+func (m *machine) apply(user uint32, client ClientID, system bool, c Command) Result {
+	m.t.Helper()
+	before := EncodeSnapshot(m.s)
+	next, r := m.s.Apply(m.meta(user, client, system), c)
+	if after := EncodeSnapshot(m.s); !bytes.Equal(before, after) {
+		m.t.Fatalf("Apply(%T) modified its input state", c)
+	}
+	if next.LastApplied() != m.op {
+		m.t.Fatalf("LastApplied = %d, want %d", next.LastApplied(), m.op)
+	}
+	m.s = next
+	return r
+}
+
+func (m *machine) root(c Command) Result {
+	m.t.Helper()
+	return m.apply(RootUserID, ClientID{Lo: 1}, false, c)
+}
+
+func (m *machine) as(user uint32, c Command) Result {
+	m.t.Helper()
+	return m.apply(user, ClientID{Lo: uint64(user) + 100}, false, c)
+}
+
+func (m *machine) client(client ClientID, c Command) Result {
+	m.t.Helper()
+	return m.apply(RootUserID, client, false, c)
+}
+
+func (m *machine) sys(c Command) Result {
+	m.t.Helper()
+	return m.apply(RootUserID, ClientID{}, true, c)
+}
+
+// must applies as root and fails the test on a rejection.
+func (m *machine) must(c Command) Result {
+	m.t.Helper()
+	r := m.root(c)
+	if r.Code != OK {
+		m.t.Fatalf("%T %+v: %v", c, c, r.Code)
+	}
+	return r
+}
+
+// expect applies as root and checks the code.
+func (m *machine) expect(want Code, c Command) Result {
+	m.t.Helper()
+	r := m.root(c)
+	if r.Code != want {
+		m.t.Fatalf("%T %+v: got %v, want %v", c, c, r.Code, want)
+	}
+	return r
+}
+
+func (m *machine) stream(name string) *Stream {
+	m.t.Helper()
+	return m.must(CreateStream{Name: name}).Stream
+}
+
+func (m *machine) topic(stream, name string, partitions uint32) *Topic {
+	m.t.Helper()
+	return m.must(CreateTopic{Stream: NamedID(stream), Name: name, PartitionsCount: partitions, Defaults: DefaultTopicDefaults()}).Topic
+}
+
+func (m *machine) user(name string, perms *Permissions) *User {
+	m.t.Helper()
+	return m.must(CreateUser{Username: name, PasswordHash: "h-" + name, Status: UserActive, Permissions: perms}).User
+}
+
+func cl(n uint64) ClientID { return ClientID{Lo: n} }
