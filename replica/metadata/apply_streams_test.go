@@ -138,8 +138,8 @@ func TestTopicRules(t *testing.T) {
 		{"update missing topic", UpdateTopic{Stream: NumericID(0), Topic: NumericID(9), Name: "x"}, CodeTopicIDNotFound},
 		{"update missing stream", UpdateTopic{Stream: NumericID(9), Topic: NumericID(0), Name: "x"}, CodeStreamIDNotFound},
 		{"update to taken name", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t1"}, CodeTopicNameAlreadyExists},
-		{"update create-only key", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t0", Options: []Option{u64Option(OptSegmentSize, 1 << 20)}}, CodeUnsupportedOptionKey},
-		{"update cap below segment", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t0", Options: []Option{u64Option(OptMaxTopicSize, 1 << 20)}}, CodeInvalidTopicSize},
+		{"update create-only key", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t0", Options: []Option{u64Option(OptSegmentSize, 1<<20)}}, CodeUnsupportedOptionKey},
+		{"update cap below segment", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t0", Options: []Option{u64Option(OptMaxTopicSize, 1<<20)}}, CodeInvalidTopicSize},
 		{"delete missing", DeleteTopic{Stream: NumericID(0), Topic: NamedID("zz")}, CodeTopicIDNotFound},
 		{"purge missing", PurgeTopic{Stream: NumericID(0), Topic: NumericID(3)}, CodeTopicIDNotFound},
 	}

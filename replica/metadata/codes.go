@@ -108,4 +108,6 @@ func (c Code) String() string {
 }
 
 // Error makes a non-zero Code usable as an error value.
-func (c Code) Error() string { return "iggy error " + strconv.FormatUint(uint64(c), 10) + " (" + c.String() + ")" }
+func (c Code) Error() string {
+	return "iggy error " + strconv.FormatUint(uint64(c), 10) + " (" + c.String() + ")"
+}
