@@ -93,20 +93,22 @@ func ValidateEmptyCatalog(opts []Option) Code {
 // keys are iggo's (0.9.0-final names) and coexist with enforce_fsync, which
 // is kept as an alias: enforce_fsync = true means persisted.
 const (
-	OptCompressionAlgorithm                = "compression_algorithm"
-	OptMessageExpiry                       = "message_expiry"
-	OptMaxTopicSize                        = "max_topic_size"
-	OptSegmentSize                         = "segment_size"
-	OptEnforceFsync                        = "enforce_fsync"
-	OptMessagesRequiredToSave              = "messages_required_to_save"
-	OptSizeOfMessagesRequiredToSave        = "size_of_messages_required_to_save"
-	OptPreallocateSegments                 = "preallocate_segments"
-	OptDurability                          = "durability"
-	OptConsumerOffsetDurability            = "consumer_offset_durability"
-	topicCatalogSize                       = 10
-	maxHumanExpirySeconds                  = math.MaxUint32
-	microsPerSecond                        = 1_000_000
-	unlimited                       uint64 = math.MaxUint64
+	OptCompressionAlgorithm         = "compression_algorithm"
+	OptMessageExpiry                = "message_expiry"
+	OptMaxTopicSize                 = "max_topic_size"
+	OptSegmentSize                  = "segment_size"
+	OptEnforceFsync                 = "enforce_fsync"
+	OptMessagesRequiredToSave       = "messages_required_to_save"
+	OptSizeOfMessagesRequiredToSave = "size_of_messages_required_to_save"
+	OptPreallocateSegments          = "preallocate_segments"
+	OptDurability                   = "durability"
+	OptConsumerOffsetDurability     = "consumer_offset_durability"
+)
+
+const (
+	maxHumanExpirySeconds        = math.MaxUint32
+	microsPerSecond              = 1_000_000
+	unlimited             uint64 = math.MaxUint64
 )
 
 // Bounds of the topic catalog.
