@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/iggo/iggo/wire"
 )
 
 // Apply applies one committed command and returns the next state and the
@@ -90,19 +91,19 @@ func (t *txn) apply(m Meta, c Command) Result {
 	panic(fmt.Sprintf("metadata: Apply got unknown command %T", c))
 }
 
-func fail(c Code) Result { return Result{Code: c} }
+func fail(c wire.Code) Result { return Result{Code: c} }
 
 // authorize is the in-apply permission gate. It decides against the
 // state before the command, which every replica holds identically, so the
 // decision replays the same everywhere. An identifier that does not
 // resolve passes through so the handler reports its own not-found code.
-func (t *txn) authorize(m Meta, c Command) Code {
+func (t *txn) authorize(m Meta, c Command) wire.Code {
 	switch c.(type) {
 	case Bootstrap, SetLimits, DisconnectClient, DeleteExpiredTokens:
 		if m.System {
 			return OK
 		}
-		return CodeUnauthorized
+		return wire.CodeUnauthorized
 	}
 	if m.System {
 		return OK
@@ -110,29 +111,29 @@ func (t *txn) authorize(m Meta, c Command) Code {
 	s := t.s
 	u := s.User(m.UserID)
 	if u == nil || u.Status != UserActive {
-		return CodeUnauthorized
+		return wire.CodeUnauthorized
 	}
-	allow := func(a Action, stream, topic uint32) Code {
+	allow := func(a Action, stream, topic uint32) wire.Code {
 		if s.Allowed(m.UserID, a, stream, topic) {
 			return OK
 		}
-		return CodeUnauthorized
+		return wire.CodeUnauthorized
 	}
-	onStream := func(a Action, id Identifier) Code {
+	onStream := func(a Action, id Identifier) wire.Code {
 		st := s.ResolveStream(id)
 		if st == nil {
 			return OK
 		}
 		return allow(a, st.ID, 0)
 	}
-	onTopic := func(a Action, sid, tid Identifier) Code {
+	onTopic := func(a Action, sid, tid Identifier) wire.Code {
 		st, tp, code := s.ResolveTopic(sid, tid)
 		if code != OK {
 			return OK
 		}
 		return allow(a, st.ID, tp.ID)
 	}
-	onUser := func(a Action, id Identifier) Code {
+	onUser := func(a Action, id Identifier) wire.Code {
 		target := s.ResolveUser(id)
 		if target == nil {
 			return allow(a, 0, 0)
@@ -140,7 +141,7 @@ func (t *txn) authorize(m Meta, c Command) Code {
 		if s.AllowedOnUser(m.UserID, a, target.ID) {
 			return OK
 		}
-		return CodeUnauthorized
+		return wire.CodeUnauthorized
 	}
 	switch c := c.(type) {
 	case CreateStream:
@@ -198,16 +199,16 @@ func ValidName(name string) bool {
 func (t *txn) bootstrap(m Meta, c Bootstrap) Result {
 	s := t.s
 	if s.bootstrapped || len(s.users) > 0 || s.nextUserID != 0 {
-		return fail(CodeUserAlreadyExists)
+		return fail(wire.CodeUserAlreadyExists)
 	}
 	if !c.Limits.Valid() {
-		return fail(CodeInvalidCommand)
+		return fail(wire.CodeInvalidCommand)
 	}
 	if code := ValidateUsername(c.RootUsername); code != OK {
 		return fail(code)
 	}
 	if c.RootPasswordHash == "" {
-		return fail(CodeInvalidPassword)
+		return fail(wire.CodeInvalidPassword)
 	}
 	s.limits = c.Limits
 	s.bootstrapped = true
@@ -224,7 +225,7 @@ func (t *txn) bootstrap(m Meta, c Bootstrap) Result {
 
 func (t *txn) setLimits(c SetLimits) Result {
 	if !c.Limits.Valid() {
-		return fail(CodeInvalidCommand)
+		return fail(wire.CodeInvalidCommand)
 	}
 	t.s.limits = c.Limits
 	return Result{}
@@ -254,17 +255,17 @@ func trimTrailingNil[T any](ids []*T) []*T {
 func (t *txn) createStream(m Meta, c CreateStream) Result {
 	s := t.s
 	if !ValidName(c.Name) {
-		return fail(CodeInvalidStreamName)
+		return fail(wire.CodeInvalidStreamName)
 	}
 	if code := ValidateEmptyCatalog(c.Options); code != OK {
 		return fail(code)
 	}
 	if _, ok := s.streamNames[c.Name]; ok {
-		return fail(CodeStreamNameAlreadyExists)
+		return fail(wire.CodeStreamNameAlreadyExists)
 	}
 	id := lowestFree(s.streams)
 	if id >= s.limits.MaxStreams {
-		return fail(CodeTooManyStreams)
+		return fail(wire.CodeTooManyStreams)
 	}
 	st := &Stream{
 		ID: id, Name: c.Name, CreatedAt: m.Timestamp, Revision: t.bumpRevision(),
@@ -285,16 +286,16 @@ func (t *txn) updateStream(c UpdateStream) Result {
 	s := t.s
 	old := s.ResolveStream(c.Stream)
 	if old == nil {
-		return fail(CodeStreamIDNotFound)
+		return fail(wire.CodeStreamIdNotFound)
 	}
 	if !ValidName(c.Name) {
-		return fail(CodeInvalidStreamName)
+		return fail(wire.CodeInvalidStreamName)
 	}
 	if code := ValidateEmptyCatalog(c.Options); code != OK {
 		return fail(code)
 	}
 	if id, ok := s.streamNames[c.Name]; ok && id != old.ID {
-		return fail(CodeStreamNameAlreadyExists)
+		return fail(wire.CodeStreamNameAlreadyExists)
 	}
 	if c.Name != old.Name {
 		st := t.stream(old.ID)
@@ -310,7 +311,7 @@ func (t *txn) deleteStream(c DeleteStream) Result {
 	s := t.s
 	st := s.ResolveStream(c.Stream)
 	if st == nil {
-		return fail(CodeStreamIDNotFound)
+		return fail(wire.CodeStreamIdNotFound)
 	}
 	var effects []Effect
 	for _, tp := range st.topics {
@@ -344,35 +345,16 @@ func appendTopicTeardown(effects []Effect, tp *Topic) []Effect {
 // silently apply to whatever is created next under the same id.
 func (t *txn) revokeGrants(stream uint32, topic *uint32) {
 	for i, u := range t.s.users {
-		p := u.Permissions
-		if p == nil {
-			continue
+		if np, changed := withoutGrant(u.Permissions, stream, topic); changed {
+			t.user(i).Permissions = np
 		}
-		sp, ok := p.Streams[stream]
-		if !ok {
-			continue
-		}
-		if topic != nil {
-			if _, ok := sp.Topics[*topic]; !ok {
-				continue
-			}
-		}
-		np := p.Clone()
-		if topic == nil {
-			delete(np.Streams, stream)
-		} else {
-			nsp := np.Streams[stream]
-			delete(nsp.Topics, *topic)
-			np.Streams[stream] = nsp
-		}
-		t.user(i).Permissions = np
 	}
 }
 
 func (t *txn) purgeStream(c PurgeStream) Result {
 	st := t.s.ResolveStream(c.Stream)
 	if st == nil {
-		return fail(CodeStreamIDNotFound)
+		return fail(wire.CodeStreamIdNotFound)
 	}
 	var effects []Effect
 	for _, tp := range st.topics {
@@ -405,19 +387,19 @@ func (t *txn) createTopic(m Meta, c CreateTopic) Result {
 	s := t.s
 	old := s.ResolveStream(c.Stream)
 	if old == nil {
-		return fail(CodeStreamIDNotFound)
+		return fail(wire.CodeStreamIdNotFound)
 	}
 	if c.PartitionsCount > s.limits.MaxPartitionsPerRequest {
-		return fail(CodeTooManyPartitions)
+		return fail(wire.CodeTooManyPartitions)
 	}
 	if c.PartitionsCount > s.limits.MaxPartitionsPerTopic {
-		return fail(CodePartitionIDSpaceExhausted)
+		return fail(wire.CodePartitionIdSpaceExhausted)
 	}
 	if !ValidName(c.Name) {
-		return fail(CodeInvalidTopicName)
+		return fail(wire.CodeInvalidTopicName)
 	}
 	if _, ok := old.topicNames[c.Name]; ok {
-		return fail(CodeTopicNameAlreadyExists)
+		return fail(wire.CodeTopicNameAlreadyExists)
 	}
 	res, code := ResolveTopicCreate(c.Options, c.PartitionsCount, c.Defaults)
 	if code != OK {
@@ -425,7 +407,7 @@ func (t *txn) createTopic(m Meta, c CreateTopic) Result {
 	}
 	id := lowestFree(old.topics)
 	if id >= s.limits.MaxTopicsPerStream {
-		return fail(CodeTooManyTopics)
+		return fail(wire.CodeTooManyTopics)
 	}
 	rev := t.bumpRevision()
 	tp := &Topic{
@@ -457,12 +439,12 @@ func (t *txn) updateTopic(c UpdateTopic) Result {
 		return fail(code)
 	}
 	if !ValidName(c.Name) {
-		return fail(CodeInvalidTopicName)
+		return fail(wire.CodeInvalidTopicName)
 	}
 	if id, ok := oldStream.topicNames[c.Name]; ok && id != old.ID {
-		return fail(CodeTopicNameAlreadyExists)
+		return fail(wire.CodeTopicNameAlreadyExists)
 	}
-	cfg, patch, code := ResolveTopicUpdate(c.Options, old.Config)
+	res, code := ResolveTopicUpdate(c.Options, old, c.Defaults)
 	if code != OK {
 		return fail(code)
 	}
@@ -474,33 +456,11 @@ func (t *txn) updateTopic(c UpdateTopic) Result {
 		tp.Name = c.Name
 	}
 	var effects []Effect
-	if len(patch) > 0 {
-		tp.Config = cfg
-		tp.Explicit, tp.Derived = patchOptions(tp.Explicit, tp.Derived, patch)
+	if res.Config != tp.Config || !optionsEqual(res.Explicit, tp.Explicit) {
+		tp.Config, tp.Explicit, tp.Derived = res.Config, res.Explicit, res.Derived
 		effects = append(effects, Effect{Kind: EffectTopicUpdated, Stream: st.ID, Topic: tp.ID, Revision: tp.Revision})
 	}
 	return Result{Stream: st, Topic: tp, Effects: effects}
-}
-
-// patchOptions moves each patched key into the explicit block with its
-// new value, keeping both blocks sorted and without sharing the inputs.
-func patchOptions(explicit, derived, patch []Option) ([]Option, []Option) {
-	ne := slices.Clone(explicit)
-	nd := make([]Option, 0, len(derived))
-	for _, o := range derived {
-		if _, ok := FindOption(patch, o.Key); !ok {
-			nd = append(nd, o)
-		}
-	}
-	for _, p := range patch {
-		i, found := slices.BinarySearchFunc(ne, p.Key, func(o Option, k string) int { return strings.Compare(o.Key, k) })
-		if found {
-			ne[i] = p
-		} else {
-			ne = slices.Insert(ne, i, p)
-		}
-	}
-	return ne, nd
 }
 
 func (t *txn) deleteTopic(c DeleteTopic) Result {
@@ -543,10 +503,10 @@ func (t *txn) createPartitions(m Meta, c CreatePartitions) Result {
 		return fail(code)
 	}
 	if c.Count == 0 || c.Count > s.limits.MaxPartitionsPerRequest {
-		return fail(CodeTooManyPartitions)
+		return fail(wire.CodeTooManyPartitions)
 	}
 	if uint64(len(old.Partitions))+uint64(c.Count) > uint64(s.limits.MaxPartitionsPerTopic) {
-		return fail(CodePartitionIDSpaceExhausted)
+		return fail(wire.CodePartitionIdSpaceExhausted)
 	}
 	rev := t.bumpRevision()
 	_, tp := t.topicAt(oldStream.ID, old.ID)
@@ -569,10 +529,10 @@ func (t *txn) deletePartitions(c DeletePartitions) Result {
 		return fail(code)
 	}
 	if c.Count == 0 || c.Count > s.limits.MaxPartitionsPerRequest {
-		return fail(CodeTooManyPartitions)
+		return fail(wire.CodeTooManyPartitions)
 	}
 	if c.Count > uint32(len(old.Partitions)) {
-		return fail(CodeInvalidPartitionsCount)
+		return fail(wire.CodeInvalidPartitionsCount)
 	}
 	t.bumpRevision()
 	_, tp := t.topicAt(oldStream.ID, old.ID)
@@ -626,13 +586,13 @@ func (t *txn) createGroup(c CreateConsumerGroup) Result {
 		return fail(code)
 	}
 	if !ValidName(c.Name) {
-		return fail(CodeInvalidConsumerGroupName)
+		return fail(wire.CodeInvalidConsumerGroupName)
 	}
 	if _, ok := old.groupNames[c.Name]; ok {
-		return fail(CodeConsumerGroupNameExists)
+		return fail(wire.CodeConsumerGroupNameAlreadyExists)
 	}
 	if old.NextGroupID == math.MaxUint32 {
-		return fail(CodeInvalidConsumerGroupID)
+		return fail(wire.CodeInvalidConsumerGroupId)
 	}
 	_, tp := t.topicAt(oldStream.ID, old.ID)
 	g := &ConsumerGroup{ID: tp.NextGroupID, Name: c.Name, gen: t.id}
@@ -661,7 +621,7 @@ func (t *txn) joinGroup(m Meta, c JoinConsumerGroup) Result {
 		return fail(code)
 	}
 	if m.Client.IsZero() {
-		return fail(CodeInvalidCommand)
+		return fail(wire.CodeInvalidCommand)
 	}
 	if _, ok := old.Member(m.Client); ok {
 		return Result{Topic: oldTopic, Group: old}
@@ -680,7 +640,7 @@ func (t *txn) leaveGroup(m Meta, c LeaveConsumerGroup) Result {
 		return fail(code)
 	}
 	if _, ok := old.Member(m.Client); !ok {
-		return fail(CodeConsumerGroupMemberNotFound)
+		return fail(wire.CodeConsumerGroupMemberNotFound)
 	}
 	_, tp := t.topicAt(oldTopic.StreamID, oldTopic.ID)
 	g := t.group(tp, slices.Index(tp.groups, old))
@@ -734,23 +694,23 @@ func (t *txn) createUser(m Meta, c CreateUser) Result {
 		return fail(code)
 	}
 	if c.Status != UserActive && c.Status != UserInactive {
-		return fail(CodeInvalidUserStatus)
+		return fail(wire.CodeInvalidUserStatus)
 	}
 	if c.PasswordHash == "" {
-		return fail(CodeInvalidPassword)
+		return fail(wire.CodeInvalidPassword)
 	}
 	if code := ValidateEmptyCatalog(c.Options); code != OK {
 		return fail(code)
 	}
 	if _, ok := s.userNames[c.Username]; ok {
-		return fail(CodeUserAlreadyExists)
+		return fail(wire.CodeUserAlreadyExists)
 	}
 	if uint64(len(s.users)) >= uint64(s.limits.MaxUsers) || s.nextUserID == math.MaxUint32 {
-		return fail(CodeUsersLimitReached)
+		return fail(wire.CodeUsersLimitReached)
 	}
 	u := &User{
 		ID: s.nextUserID, Username: c.Username, PasswordHash: c.PasswordHash, Status: c.Status,
-		CreatedAt: m.Timestamp, Permissions: c.Permissions.Clone(), gen: t.id,
+		CreatedAt: m.Timestamp, Permissions: NormalizePermissions(c.Permissions), gen: t.id,
 	}
 	s.nextUserID++
 	s.users = append(t.usersMut(), u)
@@ -762,7 +722,7 @@ func (t *txn) updateUser(c UpdateUser) Result {
 	s := t.s
 	old := s.ResolveUser(c.User)
 	if old == nil {
-		return fail(CodeResourceNotFound)
+		return fail(wire.CodeResourceNotFound)
 	}
 	if code := ValidateEmptyCatalog(c.Options); code != OK {
 		return fail(code)
@@ -772,11 +732,11 @@ func (t *txn) updateUser(c UpdateUser) Result {
 			return fail(code)
 		}
 		if id, ok := s.userNames[*c.Username]; ok && id != old.ID {
-			return fail(CodeUserAlreadyExists)
+			return fail(wire.CodeUserAlreadyExists)
 		}
 	}
 	if c.Status != nil && *c.Status != UserActive && *c.Status != UserInactive {
-		return fail(CodeInvalidUserStatus)
+		return fail(wire.CodeInvalidUserStatus)
 	}
 	u := t.user(t.userIndex(old.ID))
 	if c.Username != nil && *c.Username != u.Username {
@@ -799,10 +759,10 @@ func (t *txn) deleteUser(c DeleteUser) Result {
 	s := t.s
 	old := s.ResolveUser(c.User)
 	if old == nil {
-		return fail(CodeResourceNotFound)
+		return fail(wire.CodeResourceNotFound)
 	}
 	if old.ID == RootUserID {
-		return fail(CodeCannotDeleteUser)
+		return fail(wire.CodeCannotDeleteUser)
 	}
 	if len(old.Tokens) > 0 {
 		toks := t.tokensMut()
@@ -819,13 +779,13 @@ func (t *txn) deleteUser(c DeleteUser) Result {
 func (t *txn) changePassword(c ChangePassword) Result {
 	old := t.s.ResolveUser(c.User)
 	if old == nil {
-		return fail(CodeResourceNotFound)
+		return fail(wire.CodeResourceNotFound)
 	}
 	if c.VerifiedHash == "" || c.VerifiedHash != old.PasswordHash {
-		return fail(CodeInvalidCredentials)
+		return fail(wire.CodeInvalidCredentials)
 	}
 	if c.NewPasswordHash == "" {
-		return fail(CodeInvalidPassword)
+		return fail(wire.CodeInvalidPassword)
 	}
 	u := t.user(t.userIndex(old.ID))
 	u.PasswordHash = c.NewPasswordHash
@@ -835,13 +795,13 @@ func (t *txn) changePassword(c ChangePassword) Result {
 func (t *txn) updatePermissions(c UpdatePermissions) Result {
 	old := t.s.ResolveUser(c.User)
 	if old == nil {
-		return fail(CodeResourceNotFound)
+		return fail(wire.CodeResourceNotFound)
 	}
 	if old.ID == RootUserID {
-		return fail(CodeCannotChangePermissions)
+		return fail(wire.CodeCannotChangePermissions)
 	}
 	u := t.user(t.userIndex(old.ID))
-	u.Permissions = c.Permissions.Clone()
+	u.Permissions = NormalizePermissions(c.Permissions)
 	return Result{User: u}
 }
 
@@ -849,26 +809,26 @@ func (t *txn) createToken(m Meta, c CreatePersonalAccessToken) Result {
 	s := t.s
 	old := s.User(m.UserID)
 	if old == nil {
-		return fail(CodeResourceNotFound)
+		return fail(wire.CodeResourceNotFound)
 	}
 	if !ValidName(c.Name) {
-		return fail(CodeInvalidPATName)
+		return fail(wire.CodeInvalidPersonalAccessTokenName)
 	}
 	pos, exists := findToken(old.Tokens, c.Name)
 	if exists {
-		return fail(CodePATAlreadyExists)
+		return fail(wire.CodePersonalAccessTokenAlreadyExists)
 	}
 	if uint64(len(old.Tokens)) >= uint64(s.limits.MaxTokensPerUser) {
-		return fail(CodePATLimitReached)
+		return fail(wire.CodePersonalAccessTokensLimitReached)
 	}
 	if _, clash := s.tokens[c.Hash]; clash {
-		return fail(CodePATAlreadyExists)
+		return fail(wire.CodePersonalAccessTokenAlreadyExists)
 	}
 	var expiry uint64
 	if c.Expiry != 0 && c.Expiry != math.MaxUint64 {
 		expiry = m.Timestamp + c.Expiry
 		if expiry < m.Timestamp {
-			return fail(CodeInvalidPATExpiry)
+			return fail(wire.CodeInvalidPersonalAccessTokenExpiry)
 		}
 	}
 	u := t.user(t.userIndex(old.ID))
@@ -881,11 +841,11 @@ func (t *txn) createToken(m Meta, c CreatePersonalAccessToken) Result {
 func (t *txn) deleteToken(m Meta, c DeletePersonalAccessToken) Result {
 	old := t.s.User(m.UserID)
 	if old == nil {
-		return fail(CodeResourceNotFound)
+		return fail(wire.CodeResourceNotFound)
 	}
 	pos, ok := findToken(old.Tokens, c.Name)
 	if !ok {
-		return fail(CodeResourceNotFound)
+		return fail(wire.CodeResourceNotFound)
 	}
 	u := t.user(t.userIndex(old.ID))
 	delete(t.tokensMut(), u.Tokens[pos].Hash)

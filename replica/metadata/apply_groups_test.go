@@ -3,6 +3,8 @@ package metadata
 import (
 	"slices"
 	"testing"
+
+	"github.com/iggo/iggo/wire"
 )
 
 func groupCmds() (Identifier, Identifier) { return NamedID("s"), NamedID("t") }
@@ -37,17 +39,17 @@ func TestGroupRules(t *testing.T) {
 	tests := []struct {
 		name string
 		cmd  Command
-		want Code
+		want wire.Code
 	}{
-		{"duplicate name", CreateConsumerGroup{Stream: s, Topic: tp, Name: "g"}, CodeConsumerGroupNameExists},
-		{"empty name", CreateConsumerGroup{Stream: s, Topic: tp, Name: ""}, CodeInvalidConsumerGroupName},
-		{"create missing topic", CreateConsumerGroup{Stream: s, Topic: NamedID("x"), Name: "h"}, CodeTopicIDNotFound},
-		{"create missing stream", CreateConsumerGroup{Stream: NamedID("x"), Topic: tp, Name: "h"}, CodeStreamIDNotFound},
-		{"delete missing", DeleteConsumerGroup{Stream: s, Topic: tp, Group: NumericID(9)}, CodeConsumerGroupIDNotFound},
-		{"join missing", JoinConsumerGroup{Stream: s, Topic: tp, Group: NamedID("zz")}, CodeConsumerGroupIDNotFound},
-		{"join missing topic", JoinConsumerGroup{Stream: s, Topic: NumericID(4), Group: NumericID(0)}, CodeTopicIDNotFound},
-		{"leave missing", LeaveConsumerGroup{Stream: s, Topic: tp, Group: NumericID(9)}, CodeConsumerGroupIDNotFound},
-		{"leave when not a member", LeaveConsumerGroup{Stream: s, Topic: tp, Group: NumericID(0)}, CodeConsumerGroupMemberNotFound},
+		{"duplicate name", CreateConsumerGroup{Stream: s, Topic: tp, Name: "g"}, wire.CodeConsumerGroupNameAlreadyExists},
+		{"empty name", CreateConsumerGroup{Stream: s, Topic: tp, Name: ""}, wire.CodeInvalidConsumerGroupName},
+		{"create missing topic", CreateConsumerGroup{Stream: s, Topic: NamedID("x"), Name: "h"}, wire.CodeTopicIdNotFound},
+		{"create missing stream", CreateConsumerGroup{Stream: NamedID("x"), Topic: tp, Name: "h"}, wire.CodeStreamIdNotFound},
+		{"delete missing", DeleteConsumerGroup{Stream: s, Topic: tp, Group: NumericID(9)}, wire.CodeConsumerGroupIdNotFound},
+		{"join missing", JoinConsumerGroup{Stream: s, Topic: tp, Group: NamedID("zz")}, wire.CodeConsumerGroupIdNotFound},
+		{"join missing topic", JoinConsumerGroup{Stream: s, Topic: NumericID(4), Group: NumericID(0)}, wire.CodeTopicIdNotFound},
+		{"leave missing", LeaveConsumerGroup{Stream: s, Topic: tp, Group: NumericID(9)}, wire.CodeConsumerGroupIdNotFound},
+		{"leave when not a member", LeaveConsumerGroup{Stream: s, Topic: tp, Group: NumericID(0)}, wire.CodeConsumerGroupMemberNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,7 +161,7 @@ func TestDisconnectLeavesAllGroups(t *testing.T) {
 		t.Fatalf("memberships %v", refs)
 	}
 	// Clients cannot issue the system command.
-	if r := m.client(x, DisconnectClient{Client: x}); r.Code != CodeUnauthorized {
+	if r := m.client(x, DisconnectClient{Client: x}); r.Code != wire.CodeUnauthorized {
 		t.Fatalf("client-issued disconnect: %v", r.Code)
 	}
 	r := m.sys(DisconnectClient{Client: x})
@@ -182,7 +184,7 @@ func TestJoinNeedsClientID(t *testing.T) {
 	m.stream("s")
 	m.topic("s", "t", 1)
 	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
-	if r := m.client(ClientID{}, JoinConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Group: NumericID(0)}); r.Code != CodeInvalidCommand {
+	if r := m.client(ClientID{}, JoinConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Group: NumericID(0)}); r.Code != wire.CodeInvalidCommand {
 		t.Fatalf("zero client id: %v", r.Code)
 	}
 }

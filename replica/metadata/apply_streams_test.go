@@ -1,9 +1,12 @@
 package metadata
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/iggo/iggo/wire"
 )
 
 func TestStreamIDsAreLowestFree(t *testing.T) {
@@ -41,20 +44,20 @@ func TestStreamRules(t *testing.T) {
 	tests := []struct {
 		name string
 		cmd  Command
-		want Code
+		want wire.Code
 	}{
-		{"duplicate name", CreateStream{Name: "s0"}, CodeStreamNameAlreadyExists},
-		{"empty name", CreateStream{Name: ""}, CodeInvalidStreamName},
-		{"name over 255 bytes", CreateStream{Name: long}, CodeInvalidStreamName},
-		{"invalid utf-8", CreateStream{Name: "\xff\xfe"}, CodeInvalidStreamName},
-		{"any option refused", CreateStream{Name: "x", Options: []Option{stringOption("k", "v")}}, CodeUnsupportedOptionKey},
-		{"update missing id", UpdateStream{Stream: NumericID(9), Name: "z"}, CodeStreamIDNotFound},
-		{"update missing name", UpdateStream{Stream: NamedID("nope"), Name: "z"}, CodeStreamIDNotFound},
-		{"update to taken name", UpdateStream{Stream: NumericID(0), Name: "s1"}, CodeStreamNameAlreadyExists},
+		{"duplicate name", CreateStream{Name: "s0"}, wire.CodeStreamNameAlreadyExists},
+		{"empty name", CreateStream{Name: ""}, wire.CodeInvalidStreamName},
+		{"name over 255 bytes", CreateStream{Name: long}, wire.CodeInvalidStreamName},
+		{"invalid utf-8", CreateStream{Name: "\xff\xfe"}, wire.CodeInvalidStreamName},
+		{"any option refused", CreateStream{Name: "x", Options: wire.Options{stringOption("k", "v")}}, wire.CodeUnsupportedOptionKey},
+		{"update missing id", UpdateStream{Stream: NumericID(9), Name: "z"}, wire.CodeStreamIdNotFound},
+		{"update missing name", UpdateStream{Stream: NamedID("nope"), Name: "z"}, wire.CodeStreamIdNotFound},
+		{"update to taken name", UpdateStream{Stream: NumericID(0), Name: "s1"}, wire.CodeStreamNameAlreadyExists},
 		{"update to same name", UpdateStream{Stream: NumericID(0), Name: "s0"}, OK},
-		{"update with option", UpdateStream{Stream: NumericID(0), Name: "s0", Options: []Option{stringOption("k", "v")}}, CodeUnsupportedOptionKey},
-		{"delete missing", DeleteStream{Stream: NumericID(7)}, CodeStreamIDNotFound},
-		{"purge missing", PurgeStream{Stream: NamedID("nope")}, CodeStreamIDNotFound},
+		{"update with option", UpdateStream{Stream: NumericID(0), Name: "s0", Options: wire.Options{stringOption("k", "v")}}, wire.CodeUnsupportedOptionKey},
+		{"delete missing", DeleteStream{Stream: NumericID(7)}, wire.CodeStreamIdNotFound},
+		{"purge missing", PurgeStream{Stream: NamedID("nope")}, wire.CodeStreamIdNotFound},
 		{"purge empty stream", PurgeStream{Stream: NumericID(1)}, OK},
 	}
 	for _, tc := range tests {
@@ -91,7 +94,7 @@ func TestTooManyStreams(t *testing.T) {
 	m.sys(SetLimits{Limits: l})
 	m.stream("a")
 	m.stream("b")
-	m.expect(CodeTooManyStreams, CreateStream{Name: "c"})
+	m.expect(wire.CodeTooManyStreams, CreateStream{Name: "c"})
 	m.must(DeleteStream{Stream: NumericID(0)})
 	if st := m.stream("c"); st.ID != 0 {
 		t.Fatalf("id %d, want 0", st.ID)
@@ -124,24 +127,24 @@ func TestTopicRules(t *testing.T) {
 	tests := []struct {
 		name string
 		cmd  Command
-		want Code
+		want wire.Code
 	}{
-		{"missing stream", CreateTopic{Stream: NumericID(5), Name: "t", PartitionsCount: 1, Defaults: DefaultTopicDefaults()}, CodeStreamIDNotFound},
-		{"duplicate name", CreateTopic{Stream: NumericID(0), Name: "t0", PartitionsCount: 1, Defaults: DefaultTopicDefaults()}, CodeTopicNameAlreadyExists},
-		{"1001 partitions", CreateTopic{Stream: NumericID(0), Name: "t", PartitionsCount: 1001, Defaults: DefaultTopicDefaults()}, CodeTooManyPartitions},
+		{"missing stream", CreateTopic{Stream: NumericID(5), Name: "t", PartitionsCount: 1, Defaults: DefaultTopicDefaults()}, wire.CodeStreamIdNotFound},
+		{"duplicate name", CreateTopic{Stream: NumericID(0), Name: "t0", PartitionsCount: 1, Defaults: DefaultTopicDefaults()}, wire.CodeTopicNameAlreadyExists},
+		{"1001 partitions", CreateTopic{Stream: NumericID(0), Name: "t", PartitionsCount: 1001, Defaults: DefaultTopicDefaults()}, wire.CodeTooManyPartitions},
 		{"1000 partitions", CreateTopic{Stream: NumericID(0), Name: "t", PartitionsCount: 1000, Defaults: DefaultTopicDefaults()}, OK},
 		{"zero partitions", CreateTopic{Stream: NumericID(0), Name: "t", PartitionsCount: 0, Defaults: DefaultTopicDefaults()}, OK},
-		{"empty name", CreateTopic{Stream: NumericID(0), Name: "", Defaults: DefaultTopicDefaults()}, CodeInvalidTopicName},
-		{"unknown option", CreateTopic{Stream: NumericID(0), Name: "t", Options: []Option{u64Option("retention", 1)}, Defaults: DefaultTopicDefaults()}, CodeUnsupportedOptionKey},
-		{"bad option value", CreateTopic{Stream: NumericID(0), Name: "t", Options: []Option{u64Option(OptSegmentSize, 1000)}, Defaults: DefaultTopicDefaults()}, CodeInvalidOptionValue},
-		{"invalid stamped defaults", CreateTopic{Stream: NumericID(0), Name: "t", Defaults: TopicDefaults{}}, CodeInvalidOptionValue},
-		{"update missing topic", UpdateTopic{Stream: NumericID(0), Topic: NumericID(9), Name: "x"}, CodeTopicIDNotFound},
-		{"update missing stream", UpdateTopic{Stream: NumericID(9), Topic: NumericID(0), Name: "x"}, CodeStreamIDNotFound},
-		{"update to taken name", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t1"}, CodeTopicNameAlreadyExists},
-		{"update create-only key", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t0", Options: []Option{u64Option(OptSegmentSize, 1<<20)}}, CodeUnsupportedOptionKey},
-		{"update cap below segment", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t0", Options: []Option{u64Option(OptMaxTopicSize, 1<<20)}}, CodeInvalidTopicSize},
-		{"delete missing", DeleteTopic{Stream: NumericID(0), Topic: NamedID("zz")}, CodeTopicIDNotFound},
-		{"purge missing", PurgeTopic{Stream: NumericID(0), Topic: NumericID(3)}, CodeTopicIDNotFound},
+		{"empty name", CreateTopic{Stream: NumericID(0), Name: "", Defaults: DefaultTopicDefaults()}, wire.CodeInvalidTopicName},
+		{"unknown option", CreateTopic{Stream: NumericID(0), Name: "t", Options: wire.Options{u64Option("retention", 1)}, Defaults: DefaultTopicDefaults()}, wire.CodeUnsupportedOptionKey},
+		{"bad option value", CreateTopic{Stream: NumericID(0), Name: "t", Options: wire.Options{u64Option(wire.OptSegmentSize, 1000)}, Defaults: DefaultTopicDefaults()}, wire.CodeInvalidOptionValue},
+		{"invalid stamped defaults", CreateTopic{Stream: NumericID(0), Name: "t", Defaults: TopicDefaults{}}, wire.CodeInvalidOptionValue},
+		{"update missing topic", UpdateTopic{Stream: NumericID(0), Topic: NumericID(9), Name: "x"}, wire.CodeTopicIdNotFound},
+		{"update missing stream", UpdateTopic{Stream: NumericID(9), Topic: NumericID(0), Name: "x"}, wire.CodeStreamIdNotFound},
+		{"update to taken name", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t1"}, wire.CodeTopicNameAlreadyExists},
+		{"update create-only key", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t0", Options: wire.Options{u64Option(wire.OptSegmentSize, 1<<20)}}, wire.CodeUnsupportedOptionKey},
+		{"update cap below segment", UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t0", Options: wire.Options{u64Option(wire.OptMaxTopicSize, 1<<20)}}, wire.CodeInvalidTopicSize},
+		{"delete missing", DeleteTopic{Stream: NumericID(0), Topic: NamedID("zz")}, wire.CodeTopicIdNotFound},
+		{"purge missing", PurgeTopic{Stream: NumericID(0), Topic: NumericID(3)}, wire.CodeTopicIdNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,7 +164,7 @@ func TestTooManyTopics(t *testing.T) {
 	m.sys(SetLimits{Limits: l})
 	m.stream("s")
 	m.topic("s", "a", 1)
-	m.expect(CodeTooManyTopics, CreateTopic{Stream: NumericID(0), Name: "b", Defaults: DefaultTopicDefaults()})
+	m.expect(wire.CodeTooManyTopics, CreateTopic{Stream: NumericID(0), Name: "b", Defaults: DefaultTopicDefaults()})
 }
 
 func TestCreateTopicRecord(t *testing.T) {
@@ -169,7 +172,7 @@ func TestCreateTopicRecord(t *testing.T) {
 	m.stream("s")
 	r := m.must(CreateTopic{
 		Stream: NamedID("s"), Name: "orders", PartitionsCount: 3, Defaults: DefaultTopicDefaults(),
-		Options: []Option{stringOption(OptEnforceFsync, "true"), u64Option(OptMessageExpiry, 5_000_000)},
+		Options: wire.Options{stringOption(wire.OptEnforceFsync, "true"), u64Option(wire.OptMessageExpiry, 5_000_000)},
 	})
 	tp := r.Topic
 	if tp.CreatedAt != m.ts || tp.PartitionsCount() != 3 || r.Stream.TopicsCount() != 1 {
@@ -183,9 +186,10 @@ func TestCreateTopicRecord(t *testing.T) {
 	if !tp.Config.EnforceFsync || tp.Config.Durability != DurabilityPersisted || tp.Config.MessageExpiry != 5_000_000 {
 		t.Fatalf("config %+v", tp.Config)
 	}
-	// The explicit block is canonical: the String "true" comes back Bool 1.
-	want := []Option{boolOption(OptEnforceFsync, true), u64Option(OptMessageExpiry, 5_000_000)}
-	if !slices.EqualFunc(tp.Explicit, want, Option.Equal) {
+	// The explicit block is canonical and in catalog order: the String
+	// "true" comes back Bool 1.
+	want := wire.Options{u64Option(wire.OptMessageExpiry, 5_000_000), boolOption(wire.OptEnforceFsync, true)}
+	if !optionsEqual(tp.Explicit, want) {
 		t.Fatalf("explicit = %+v", tp.Explicit)
 	}
 	if len(tp.Derived) != 8 {
@@ -206,32 +210,47 @@ func TestUpdateTopicPatchesOptions(t *testing.T) {
 	m := newMachine(t)
 	m.stream("s")
 	m.topic("s", "t", 1)
-	r := m.must(UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t2", Options: []Option{
-		stringOption(OptCompressionAlgorithm, "gzip"), u64Option(OptMaxTopicSize, 10<<30),
+	d := DefaultTopicDefaults()
+	r := m.must(UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t2", Defaults: d, Options: wire.Options{
+		stringOption(wire.OptCompressionAlgorithm, "gzip"), u64Option(wire.OptMaxTopicSize, 10<<30),
 	}})
 	tp := m.s.Stream(0).TopicByName("t2")
 	if tp == nil || tp != r.Topic {
 		t.Fatal("renamed topic does not resolve")
 	}
-	if tp.Config.CompressionAlgorithm != CompressionGzip || tp.Config.MaxTopicSize != 10<<30 {
+	if tp.Config.CompressionAlgorithm != wire.CompressionGzip || tp.Config.MaxTopicSize != 10<<30 {
 		t.Fatalf("config %+v", tp.Config)
 	}
-	if o, ok := FindOption(tp.Explicit, OptCompressionAlgorithm); !ok || string(o.Value) != "gzip" {
+	if v, ok := tp.Explicit.Get(wire.OptCompressionAlgorithm); !ok || string(v.Value) != "gzip" {
 		t.Fatalf("explicit %+v", tp.Explicit)
 	}
-	if _, ok := FindOption(tp.Derived, OptCompressionAlgorithm); ok {
+	if _, ok := tp.Derived.Get(wire.OptCompressionAlgorithm); ok {
 		t.Fatal("updated key still in the derived block")
 	}
-	if len(tp.Explicit)+len(tp.Derived) != 10 {
-		t.Fatalf("blocks hold %d keys", len(tp.Explicit)+len(tp.Derived))
+	if len(tp.Explicit) != 2 || len(tp.Explicit)+len(tp.Derived) != len(TopicOptionCatalog) {
+		t.Fatalf("blocks hold %d + %d keys", len(tp.Explicit), len(tp.Derived))
 	}
 	if len(r.Effects) != 1 || r.Effects[0].Kind != EffectTopicUpdated {
 		t.Fatalf("effects %+v", r.Effects)
 	}
-	// A zero sentinel leaves the value alone; a rename alone emits nothing.
-	r = m.must(UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t3", Options: []Option{u64Option(OptMessageExpiry, 0)}})
-	if len(r.Effects) != 0 || r.Topic.Config.MessageExpiry != unlimited {
+	// A rename alone, or a sentinel for a key already at its default,
+	// changes no setting and emits nothing.
+	r = m.must(UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t3", Defaults: d, Options: wire.Options{u64Option(wire.OptMessageExpiry, 0)}})
+	if len(r.Effects) != 0 || r.Topic.Config.MessageExpiry != math.MaxUint64 {
 		t.Fatalf("sentinel update changed things: %+v %+v", r.Effects, r.Topic.Config)
+	}
+	// A sentinel for an explicit key returns it to the stamped default as
+	// a derived key.
+	d.Settings.MaxTopicSize = 20 << 30
+	r = m.must(UpdateTopic{Stream: NumericID(0), Topic: NumericID(0), Name: "t3", Defaults: d, Options: wire.Options{stringOption(wire.OptMaxTopicSize, "server_default")}})
+	if r.Topic.Config.MaxTopicSize != 20<<30 || len(r.Effects) != 1 {
+		t.Fatalf("reset to default: %+v %+v", r.Topic.Config, r.Effects)
+	}
+	if _, ok := r.Topic.Explicit.Get(wire.OptMaxTopicSize); ok {
+		t.Fatal("reset key still explicit")
+	}
+	if v, ok := r.Topic.Derived.Get(wire.OptMaxTopicSize); !ok || v.Kind != wire.KindUint64 {
+		t.Fatalf("reset key not derived: %+v", r.Topic.Derived)
 	}
 }
 
@@ -313,14 +332,14 @@ func TestPartitions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cmd  Command
-		want Code
+		want wire.Code
 	}{
-		{"create zero", CreatePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 0}, CodeTooManyPartitions},
-		{"create 1001", CreatePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 1001}, CodeTooManyPartitions},
-		{"delete zero", DeletePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 0}, CodeTooManyPartitions},
-		{"delete more than exist", DeletePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 3}, CodeInvalidPartitionsCount},
-		{"missing topic", CreatePartitions{Stream: NumericID(0), Topic: NumericID(4), Count: 1}, CodeTopicIDNotFound},
-		{"missing stream", DeletePartitions{Stream: NumericID(4), Topic: NumericID(0), Count: 1}, CodeStreamIDNotFound},
+		{"create zero", CreatePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 0}, wire.CodeTooManyPartitions},
+		{"create 1001", CreatePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 1001}, wire.CodeTooManyPartitions},
+		{"delete zero", DeletePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 0}, wire.CodeTooManyPartitions},
+		{"delete more than exist", DeletePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 3}, wire.CodeInvalidPartitionsCount},
+		{"missing topic", CreatePartitions{Stream: NumericID(0), Topic: NumericID(4), Count: 1}, wire.CodeTopicIdNotFound},
+		{"missing stream", DeletePartitions{Stream: NumericID(4), Topic: NumericID(0), Count: 1}, wire.CodeStreamIdNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) { m.expect(tc.want, tc.cmd) })
 	}
@@ -332,8 +351,8 @@ func TestPartitionIDSpace(t *testing.T) {
 	l.MaxPartitionsPerTopic = 5
 	m.sys(SetLimits{Limits: l})
 	m.stream("s")
-	m.expect(CodePartitionIDSpaceExhausted, CreateTopic{Stream: NumericID(0), Name: "big", PartitionsCount: 6, Defaults: DefaultTopicDefaults()})
+	m.expect(wire.CodePartitionIdSpaceExhausted, CreateTopic{Stream: NumericID(0), Name: "big", PartitionsCount: 6, Defaults: DefaultTopicDefaults()})
 	m.topic("s", "t", 4)
 	m.must(CreatePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 1})
-	m.expect(CodePartitionIDSpaceExhausted, CreatePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 1})
+	m.expect(wire.CodePartitionIdSpaceExhausted, CreatePartitions{Stream: NumericID(0), Topic: NumericID(0), Count: 1})
 }

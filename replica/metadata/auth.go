@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/iggo/iggo/wire"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -25,18 +26,18 @@ const (
 )
 
 // ValidateUsername checks Iggy's username bounds (3..50 bytes of UTF-8).
-func ValidateUsername(name string) Code {
+func ValidateUsername(name string) wire.Code {
 	if len(name) < MinUsernameLength || len(name) > MaxUsernameLength || !utf8.ValidString(name) {
-		return CodeInvalidUsername
+		return wire.CodeInvalidUsername
 	}
 	return OK
 }
 
 // ValidatePassword checks Iggy's password bounds (3..100 bytes). The node
 // calls it before hashing a new password.
-func ValidatePassword(password string) Code {
+func ValidatePassword(password string) wire.Code {
 	if len(password) < MinPasswordLength || len(password) > MaxPasswordLength {
-		return CodeInvalidPassword
+		return wire.CodeInvalidPassword
 	}
 	return OK
 }
@@ -161,20 +162,20 @@ var (
 // InvalidCredentials for an unknown user or a wrong password (spending an
 // Argon2 verification either way, so timing does not reveal which) and
 // UserInactive for a correct password on an inactive account.
-func (s *State) AuthenticatePassword(username, password string) (*User, Code) {
+func (s *State) AuthenticatePassword(username, password string) (*User, wire.Code) {
 	u := s.UserByName(username)
 	if u == nil {
 		dummyHashOnce.Do(func() {
 			dummyHash = hashWithSalt("iggo-dummy", make([]byte, 16), DefaultArgon2Params())
 		})
 		VerifyPassword(dummyHash, password)
-		return nil, CodeInvalidCredentials
+		return nil, wire.CodeInvalidCredentials
 	}
 	if !VerifyPassword(u.PasswordHash, password) {
-		return nil, CodeInvalidCredentials
+		return nil, wire.CodeInvalidCredentials
 	}
 	if u.Status != UserActive {
-		return nil, CodeUserInactive
+		return nil, wire.CodeUserInactive
 	}
 	return u, OK
 }
@@ -198,16 +199,16 @@ func HashToken(token string) TokenHash { return sha256.Sum256([]byte(token)) }
 // AuthenticateToken resolves a PAT login at now (µs): InvalidPAT when the
 // token is unknown, PATExpired when expired, UserInactive when its owner
 // is inactive.
-func (s *State) AuthenticateToken(token string, now uint64) (*User, Code) {
+func (s *State) AuthenticateToken(token string, now uint64) (*User, wire.Code) {
 	u, pat, ok := s.TokenByHash(HashToken(token))
 	if !ok {
-		return nil, CodeInvalidPAT
+		return nil, wire.CodeInvalidPersonalAccessToken
 	}
 	if pat.Expired(now) {
-		return nil, CodePATExpired
+		return nil, wire.CodePersonalAccessTokenExpired
 	}
 	if u.Status != UserActive {
-		return nil, CodeUserInactive
+		return nil, wire.CodeUserInactive
 	}
 	return u, OK
 }

@@ -1,5 +1,7 @@
 package metadata
 
+import "github.com/iggo/iggo/wire"
+
 // Meta is what the committed prepare says about a command besides its
 // body: all of it is stamped by the primary before replication and is the
 // same on every replica.
@@ -41,14 +43,14 @@ type SetLimits struct{ Limits Limits }
 // CreateStream is CREATE_STREAM (202).
 type CreateStream struct {
 	Name    string
-	Options []Option
+	Options wire.Options
 }
 
 // UpdateStream is UPDATE_STREAM (204).
 type UpdateStream struct {
 	Stream  Identifier
 	Name    string
-	Options []Option
+	Options wire.Options
 }
 
 // DeleteStream is DELETE_STREAM (203).
@@ -63,15 +65,17 @@ type CreateTopic struct {
 	Stream          Identifier
 	PartitionsCount uint32
 	Name            string
-	Options         []Option
+	Options         wire.Options
 	Defaults        TopicDefaults
 }
 
-// UpdateTopic is UPDATE_TOPIC (304).
+// UpdateTopic is UPDATE_TOPIC (304). Defaults are stamped by the primary:
+// a key set to its server-default sentinel returns to them.
 type UpdateTopic struct {
 	Stream, Topic Identifier
 	Name          string
-	Options       []Option
+	Options       wire.Options
+	Defaults      TopicDefaults
 }
 
 // DeleteTopic is DELETE_TOPIC (303).
@@ -121,7 +125,7 @@ type CreateUser struct {
 	PasswordHash string
 	Status       UserStatus
 	Permissions  *Permissions
-	Options      []Option
+	Options      wire.Options
 }
 
 // UpdateUser is UPDATE_USER (35); nil fields are left unchanged.
@@ -129,7 +133,7 @@ type UpdateUser struct {
 	User     Identifier
 	Username *string
 	Status   *UserStatus
-	Options  []Option
+	Options  wire.Options
 }
 
 // DeleteUser is DELETE_USER (34).
@@ -201,7 +205,7 @@ func (DeleteExpiredTokens) isCommand()       {}
 type Result struct {
 	// Code is 0 on success, else the Iggy error code of a committed
 	// rejection (the state is then unchanged apart from LastApplied).
-	Code Code
+	Code wire.Code
 	// The records the reply needs (pointers into the new state):
 	// CreateStream → Stream; CreateTopic → Stream, Topic; consumer-group
 	// commands → Topic (for its partition count) and Group; CreateUser →

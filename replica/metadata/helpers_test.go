@@ -3,6 +3,8 @@ package metadata
 import (
 	"bytes"
 	"testing"
+
+	"github.com/iggo/iggo/wire"
 )
 
 // machine drives a State through commands in tests, numbering ops and
@@ -75,7 +77,7 @@ func (m *machine) must(c Command) Result {
 }
 
 // expect applies as root and checks the code.
-func (m *machine) expect(want Code, c Command) Result {
+func (m *machine) expect(want wire.Code, c Command) Result {
 	m.t.Helper()
 	r := m.root(c)
 	if r.Code != want {
@@ -100,3 +102,28 @@ func (m *machine) user(name string, perms *Permissions) *User {
 }
 
 func cl(n uint64) ClientID { return ClientID{Lo: n} }
+
+// Test shorthands over wire's constructors.
+func NumericID(v uint32) Identifier { return wire.NumericID(v) }
+func NamedID(s string) Identifier   { return wire.MustNamedID(s) }
+
+func stringOption(k, v string) wire.HeaderEntry {
+	return wire.HeaderEntry{Key: wire.StringValue(k), Value: wire.StringValue(v)}
+}
+func u64Option(k string, v uint64) wire.HeaderEntry {
+	return wire.HeaderEntry{Key: wire.StringValue(k), Value: wire.Uint64Value(v)}
+}
+func u32Option(k string, v uint32) wire.HeaderEntry {
+	return wire.HeaderEntry{Key: wire.StringValue(k), Value: wire.Uint32Value(v)}
+}
+func boolOption(k string, v bool) wire.HeaderEntry {
+	return wire.HeaderEntry{Key: wire.StringValue(k), Value: wire.BoolValue(v)}
+}
+func kv(k string, kind wire.HeaderKind, v []byte) wire.HeaderEntry {
+	return wire.HeaderEntry{Key: wire.StringValue(k), Value: wire.HeaderValue{Kind: kind, Value: v}}
+}
+
+// streamPerms builds permissions with grants on streams (and topics).
+func streamPerms(streams ...wire.StreamPermissions) *Permissions {
+	return &Permissions{Streams: streams}
+}

@@ -1,114 +1,110 @@
 package metadata
 
 import (
-	"maps"
 	"slices"
+
+	"github.com/iggo/iggo/wire"
 )
 
-// GlobalPermissions are the server-wide grants, in wire order.
-type GlobalPermissions struct {
-	ManageServers bool
-	ReadServers   bool
-	ManageUsers   bool
-	ReadUsers     bool
-	ManageStreams bool
-	ReadStreams   bool
-	ManageTopics  bool
-	ReadTopics    bool
-	PollMessages  bool
-	SendMessages  bool
-}
-
-// StreamPermissions are the grants on one stream, in wire order, plus the
-// per-topic grants inside it.
-type StreamPermissions struct {
-	ManageStream bool
-	ReadStream   bool
-	ManageTopics bool
-	ReadTopics   bool
-	PollMessages bool
-	SendMessages bool
-	Topics       map[uint32]TopicPermissions
-}
-
-// TopicPermissions are the grants on one topic, in wire order.
-type TopicPermissions struct {
-	ManageTopic  bool
-	ReadTopic    bool
-	PollMessages bool
-	SendMessages bool
-}
-
-// Permissions is a user's full grant set. A stored *Permissions is never
-// mutated; changes replace it.
-type Permissions struct {
-	Global  GlobalPermissions
-	Streams map[uint32]StreamPermissions
-}
+// Permissions is the wire permission set. The state stores it normalized
+// (NormalizePermissions) and never mutates a stored value.
+type Permissions = wire.Permissions
 
 // AllPermissions is the root user's grant set.
 func AllPermissions() *Permissions {
-	return &Permissions{Global: GlobalPermissions{
+	return &Permissions{Global: wire.GlobalPermissions{
 		ManageServers: true, ReadServers: true, ManageUsers: true, ReadUsers: true,
 		ManageStreams: true, ReadStreams: true, ManageTopics: true, ReadTopics: true,
 		PollMessages: true, SendMessages: true,
 	}}
 }
 
-// StreamIDs returns the stream ids with grants, ascending.
-func (p *Permissions) StreamIDs() []uint32 {
+// NormalizePermissions returns a deep copy of p with streams sorted by id
+// and topics sorted by id within each stream. A repeated id keeps its last
+// occurrence, as a map insert would. nil stays nil. Normal form makes
+// equal grant sets equal values (and equal snapshot bytes) and lets
+// lookups binary-search.
+func NormalizePermissions(p *Permissions) *Permissions {
 	if p == nil {
 		return nil
 	}
-	return slices.Sorted(maps.Keys(p.Streams))
-}
-
-// TopicIDs returns the topic ids with grants, ascending.
-func (sp StreamPermissions) TopicIDs() []uint32 {
-	return slices.Sorted(maps.Keys(sp.Topics))
-}
-
-// Clone deep-copies the permissions.
-func (p *Permissions) Clone() *Permissions {
-	if p == nil {
-		return nil
+	out := &Permissions{Global: p.Global}
+	if len(p.Streams) == 0 {
+		return out
 	}
-	c := &Permissions{Global: p.Global}
-	if p.Streams != nil {
-		c.Streams = make(map[uint32]StreamPermissions, len(p.Streams))
-		for id, sp := range p.Streams {
-			if sp.Topics != nil {
-				sp.Topics = maps.Clone(sp.Topics)
+	streams := make([]wire.StreamPermissions, 0, len(p.Streams))
+	for i := len(p.Streams) - 1; i >= 0; i-- {
+		s := p.Streams[i]
+		if slices.ContainsFunc(streams, func(o wire.StreamPermissions) bool { return o.StreamID == s.StreamID }) {
+			continue
+		}
+		var topics []wire.TopicPermissions
+		for j := len(s.Topics) - 1; j >= 0; j-- {
+			t := s.Topics[j]
+			if !slices.ContainsFunc(topics, func(o wire.TopicPermissions) bool { return o.TopicID == t.TopicID }) {
+				topics = append(topics, t)
 			}
-			c.Streams[id] = sp
 		}
+		slices.SortFunc(topics, func(a, b wire.TopicPermissions) int { return cmpU32(a.TopicID, b.TopicID) })
+		s.Topics = topics
+		streams = append(streams, s)
 	}
-	return c
+	slices.SortFunc(streams, func(a, b wire.StreamPermissions) int { return cmpU32(a.StreamID, b.StreamID) })
+	out.Streams = streams
+	return out
 }
 
-// Equal reports deep equality.
-func (p *Permissions) Equal(q *Permissions) bool {
-	if p == nil || q == nil {
-		return p == q
+// permissionsEqual compares two normalized permission sets.
+func permissionsEqual(a, b *Permissions) bool {
+	if a == nil || b == nil {
+		return a == b
 	}
-	if p.Global != q.Global || len(p.Streams) != len(q.Streams) {
-		return false
-	}
-	for id, sp := range p.Streams {
-		sq, ok := q.Streams[id]
-		if !ok || !streamPermsEqual(sp, sq) {
-			return false
-		}
-	}
-	return true
+	return a.Global == b.Global && slices.EqualFunc(a.Streams, b.Streams, func(x, y wire.StreamPermissions) bool {
+		return x.StreamID == y.StreamID && x.ManageStream == y.ManageStream && x.ReadStream == y.ReadStream &&
+			x.ManageTopics == y.ManageTopics && x.ReadTopics == y.ReadTopics && x.PollMessages == y.PollMessages &&
+			x.SendMessages == y.SendMessages && slices.Equal(x.Topics, y.Topics)
+	})
 }
 
-func streamPermsEqual(a, b StreamPermissions) bool {
-	if a.ManageStream != b.ManageStream || a.ReadStream != b.ReadStream || a.ManageTopics != b.ManageTopics ||
-		a.ReadTopics != b.ReadTopics || a.PollMessages != b.PollMessages || a.SendMessages != b.SendMessages {
-		return false
+func findStreamPerms(p *Permissions, id uint32) (wire.StreamPermissions, bool) {
+	i, ok := slices.BinarySearchFunc(p.Streams, id, func(s wire.StreamPermissions, id uint32) int { return cmpU32(s.StreamID, id) })
+	if !ok {
+		return wire.StreamPermissions{}, false
 	}
-	return maps.Equal(a.Topics, b.Topics)
+	return p.Streams[i], true
+}
+
+func findTopicPerms(s wire.StreamPermissions, id uint32) (wire.TopicPermissions, bool) {
+	i, ok := slices.BinarySearchFunc(s.Topics, id, func(t wire.TopicPermissions, id uint32) int { return cmpU32(t.TopicID, id) })
+	if !ok {
+		return wire.TopicPermissions{}, false
+	}
+	return s.Topics[i], true
+}
+
+// withoutGrant returns p without its grants on stream (topic == nil) or
+// on one topic of it, and whether anything was removed.
+func withoutGrant(p *Permissions, stream uint32, topic *uint32) (*Permissions, bool) {
+	if p == nil {
+		return p, false
+	}
+	sp, ok := findStreamPerms(p, stream)
+	if !ok {
+		return p, false
+	}
+	if topic != nil {
+		if _, ok := findTopicPerms(sp, *topic); !ok {
+			return p, false
+		}
+	}
+	np := NormalizePermissions(p)
+	i := slices.IndexFunc(np.Streams, func(s wire.StreamPermissions) bool { return s.StreamID == stream })
+	if topic == nil {
+		np.Streams = slices.Delete(np.Streams, i, i+1)
+	} else {
+		np.Streams[i].Topics = slices.DeleteFunc(np.Streams[i].Topics, func(t wire.TopicPermissions) bool { return t.TopicID == *topic })
+	}
+	return np, true
 }
 
 // Action is something a user asks to do; Allowed decides it.
@@ -234,7 +230,8 @@ var actionRules = [actionCount]rule{
 // are resolved numeric ids (ignored by actions that are not scoped to
 // them). Unknown and inactive users are refused; the root user (id 0) is
 // allowed everything while active. Self-service exceptions for actions on
-// a user account are in AllowedOnUser.
+// a user account are in AllowedOnUser. It reads only s, so any shard can
+// call it on its current view.
 func (s *State) Allowed(userID uint32, a Action, stream, topic uint32) bool {
 	u := s.User(userID)
 	if u == nil || u.Status != UserActive || a == 0 || a >= actionCount {
@@ -266,7 +263,9 @@ func (s *State) AllowedOnUser(actor uint32, a Action, target uint32) bool {
 	return s.Allowed(actor, a, 0, 0)
 }
 
-// permits applies the superset rules of one permission class.
+// permits applies the superset rules of one permission class (Iggy's
+// permissioner): manage ⊇ read at every level, global ⊇ stream ⊇ topic,
+// read_topics ⊇ poll_messages and manage_topics ⊇ send_messages.
 func permits(p *Permissions, r rule, stream, topic uint32) bool {
 	if r == ruleAnyUser {
 		return true
@@ -287,8 +286,8 @@ func permits(p *Permissions, r rule, stream, topic uint32) bool {
 	case ruleCreateStream:
 		return g.ManageStreams
 	}
-	sp, hasStream := p.Streams[stream]
-	tp, hasTopic := sp.Topics[topic]
+	sp, hasStream := findStreamPerms(p, stream)
+	tp, hasTopic := findTopicPerms(sp, topic)
 	switch r {
 	case ruleReadStream:
 		return g.ManageStreams || g.ReadStreams || (hasStream && (sp.ManageStream || sp.ReadStream))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/iggo/iggo/wire"
 )
 
 // One grant bit, named as in Iggy: level g (global), s (stream), t (topic).
@@ -25,9 +27,9 @@ var allGrants = []grant{
 // topic 2 (or globally).
 func permsWith(gr grant) *Permissions {
 	p := &Permissions{}
-	var sp StreamPermissions
-	var tp TopicPermissions
-	set := map[string]*bool{}
+	var sp wire.StreamPermissions
+	var tp wire.TopicPermissions
+	var set map[string]*bool
 	switch gr.level {
 	case 'g':
 		g := &p.Global
@@ -46,9 +48,11 @@ func permsWith(gr grant) *Permissions {
 	*set[gr.name] = true
 	switch gr.level {
 	case 's':
-		p.Streams = map[uint32]StreamPermissions{1: sp}
+		sp.StreamID = 1
+		p.Streams = []wire.StreamPermissions{sp}
 	case 't':
-		p.Streams = map[uint32]StreamPermissions{1: {Topics: map[uint32]TopicPermissions{2: tp}}}
+		tp.TopicID = 2
+		p.Streams = []wire.StreamPermissions{{StreamID: 1, Topics: []wire.TopicPermissions{tp}}}
 	}
 	return p
 }
@@ -163,7 +167,7 @@ func TestSelfService(t *testing.T) {
 	m := newMachine(t)
 	a := m.user("alice", nil).ID
 	b := m.user("bob", nil).ID
-	admin := m.user("admin", &Permissions{Global: GlobalPermissions{ManageUsers: true}}).ID
+	admin := m.user("admin", &Permissions{Global: wire.GlobalPermissions{ManageUsers: true}}).ID
 	for _, act := range []Action{ActionGetUser, ActionChangePassword, ActionGetPersonalAccessTokens, ActionCreatePersonalAccessToken, ActionDeletePersonalAccessToken} {
 		if !m.s.AllowedOnUser(a, act, a) {
 			t.Errorf("self-service action %d denied", act)
@@ -189,20 +193,31 @@ func TestSelfService(t *testing.T) {
 	}
 }
 
-func TestPermissionsCloneEqual(t *testing.T) {
-	p := &Permissions{Global: GlobalPermissions{ReadUsers: true}, Streams: map[uint32]StreamPermissions{
-		5: {ReadStream: true, Topics: map[uint32]TopicPermissions{1: {PollMessages: true}}},
+func TestNormalizePermissions(t *testing.T) {
+	p := &Permissions{Global: wire.GlobalPermissions{ReadUsers: true}, Streams: []wire.StreamPermissions{
+		{StreamID: 9, ReadStream: true},
+		{StreamID: 5, ReadStream: true, Topics: []wire.TopicPermissions{{TopicID: 3, ReadTopic: true}, {TopicID: 1, PollMessages: true}, {TopicID: 3, SendMessages: true}}},
+		{StreamID: 9, ManageStream: true},
 	}}
-	c := p.Clone()
-	if !c.Equal(p) {
-		t.Fatal("clone differs")
+	n := NormalizePermissions(p)
+	want := &Permissions{Global: wire.GlobalPermissions{ReadUsers: true}, Streams: []wire.StreamPermissions{
+		{StreamID: 5, ReadStream: true, Topics: []wire.TopicPermissions{{TopicID: 1, PollMessages: true}, {TopicID: 3, SendMessages: true}}},
+		{StreamID: 9, ManageStream: true},
+	}}
+	if !permissionsEqual(n, want) {
+		t.Fatalf("normalized %+v", n)
 	}
-	c.Streams[5].Topics[1] = TopicPermissions{}
-	if c.Equal(p) || !p.Streams[5].Topics[1].PollMessages {
-		t.Fatal("clone shares maps")
+	n.Streams[0].Topics[0].ReadTopic = true
+	if p.Streams[1].Topics[1].ReadTopic {
+		t.Fatal("normal form shares slices with its input")
 	}
-	var nilp *Permissions
-	if !nilp.Equal(nil) || nilp.Equal(p) || nilp.Clone() != nil {
+	if NormalizePermissions(nil) != nil || !permissionsEqual(nil, nil) || permissionsEqual(nil, n) {
 		t.Fatal("nil handling")
+	}
+	// Lookups use the normal form: a duplicate listed later wins.
+	m := newMachine(t)
+	u := m.user("dup", p).ID
+	if !m.s.Allowed(u, ActionDeleteStream, 9, 0) || !m.s.Allowed(u, ActionSendMessages, 5, 3) || !m.s.Allowed(u, ActionGetTopic, 5, 3) {
+		t.Fatal("grants of the normalized set not honoured")
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
+	"github.com/iggo/iggo/wire"
 	"github.com/zeebo/xxh3"
 )
 
@@ -89,13 +89,13 @@ func (w *writer) boolean(v bool) {
 func (w *writer) str8(s string)  { w.u8(uint8(len(s))); w.buf = append(w.buf, s...) }
 func (w *writer) str16(s string) { w.u16(uint16(len(s))); w.buf = append(w.buf, s...) }
 
-func (w *writer) options(opts []Option) {
+func (w *writer) options(opts wire.Options) {
 	w.u32(uint32(len(opts)))
 	for _, o := range opts {
-		w.str8(o.Key)
-		w.u8(uint8(o.Kind))
-		w.u8(uint8(len(o.Value)))
-		w.buf = append(w.buf, o.Value...)
+		w.str8(string(o.Key.Value))
+		w.u8(uint8(o.Value.Kind))
+		w.u8(uint8(len(o.Value.Value)))
+		w.buf = append(w.buf, o.Value.Value...)
 	}
 }
 
@@ -154,19 +154,15 @@ func (w *writer) permissions(p *Permissions) {
 		g.ReadStreams, g.ManageTopics, g.ReadTopics, g.PollMessages, g.SendMessages} {
 		w.boolean(b)
 	}
-	ids := p.StreamIDs()
-	w.u32(uint32(len(ids)))
-	for _, id := range ids {
-		sp := p.Streams[id]
-		w.u32(id)
+	w.u32(uint32(len(p.Streams)))
+	for _, sp := range p.Streams {
+		w.u32(sp.StreamID)
 		for _, b := range []bool{sp.ManageStream, sp.ReadStream, sp.ManageTopics, sp.ReadTopics, sp.PollMessages, sp.SendMessages} {
 			w.boolean(b)
 		}
-		tids := sp.TopicIDs()
-		w.u32(uint32(len(tids)))
-		for _, tid := range tids {
-			tp := sp.Topics[tid]
-			w.u32(tid)
+		w.u32(uint32(len(sp.Topics)))
+		for _, tp := range sp.Topics {
+			w.u32(tp.TopicID)
 			for _, b := range []bool{tp.ManageTopic, tp.ReadTopic, tp.PollMessages, tp.SendMessages} {
 				w.boolean(b)
 			}
@@ -289,28 +285,25 @@ func (r *reader) count(minSize int) int {
 	return int(n)
 }
 
-func (r *reader) options() []Option {
-	n := r.count(4)
+// options reads a block; the decoded entries own their bytes.
+func (r *reader) options() wire.Options {
+	n := r.count(5)
 	if n == 0 {
 		return nil
 	}
-	out := make([]Option, 0, n)
+	out := make(wire.Options, 0, n)
 	for range n {
 		key := r.name("option key")
-		kind := HeaderKind(r.u8())
+		kind := wire.HeaderKind(r.u8())
 		val := r.take(int(r.u8()))
 		if r.err != nil {
 			return nil
 		}
-		if kind < KindRaw || kind > KindFloat64 || len(val) == 0 {
+		if !kind.Known() || len(val) == 0 {
 			r.fail("option %q: kind %d, %d value bytes", key, kind, len(val))
 			return nil
 		}
-		if len(out) > 0 && strings.Compare(out[len(out)-1].Key, key) >= 0 {
-			r.fail("option keys not strictly ascending at %q", key)
-			return nil
-		}
-		out = append(out, Option{Key: key, Kind: kind, Value: slices.Clone(val)})
+		out = append(out, wire.HeaderEntry{Key: wire.StringValue(key), Value: wire.HeaderValue{Kind: kind, Value: slices.Clone(val)}})
 	}
 	return out
 }
@@ -434,7 +427,7 @@ func (r *reader) topic(st *Stream, s *State) *Topic {
 	t.Revision = r.u64()
 	t.Name = r.name("topic")
 	c := &t.Config
-	c.CompressionAlgorithm = Compression(r.u8())
+	c.CompressionAlgorithm = r.u8()
 	c.MessageExpiry = r.u64()
 	c.MaxTopicSize = r.u64()
 	c.SegmentSize = r.u64()
@@ -496,33 +489,15 @@ func (r *reader) topic(st *Stream, s *State) *Topic {
 	return t
 }
 
-func validTopicConfig(c TopicConfig) bool {
-	return (c.CompressionAlgorithm == CompressionNone || c.CompressionAlgorithm == CompressionGzip) &&
-		c.MessageExpiry != 0 && c.MaxTopicSize != 0 && validSegmentSize(c.SegmentSize, MaxTopicSegmentSize) &&
-		c.MessagesRequiredToSave >= 1 && c.MessagesRequiredToSave <= MaxMessagesRequiredToSave &&
-		c.SizeOfMessagesRequiredToSave >= 1 && c.SizeOfMessagesRequiredToSave <= MaxSizeOfMessagesRequiredToSave &&
-		validDurability(c.Durability) && validDurability(c.ConsumerOffsetDurability) &&
-		c.EnforceFsync == (c.Durability == DurabilityPersisted)
-}
-
-// validOptionBlocks checks that explicit ∪ derived is exactly the
-// canonical encoding of c, split without overlap.
-func validOptionBlocks(c TopicConfig, explicit, derived []Option) bool {
-	canon := canonicalTopicOptions(c)
-	if len(explicit)+len(derived) != len(canon) {
-		return false
+// validOptionBlocks checks that explicit and derived are exactly the
+// canonical split of c for some set of explicit keys.
+func validOptionBlocks(c TopicConfig, explicit, derived wire.Options) bool {
+	set := make(map[string]bool, len(explicit))
+	for _, e := range explicit {
+		set[string(e.Key.Value)] = true
 	}
-	for _, o := range canon {
-		e, inE := FindOption(explicit, o.Key)
-		d, inD := FindOption(derived, o.Key)
-		switch {
-		case inE && inD, !inE && !inD:
-			return false
-		case inE && !e.Equal(o), inD && !d.Equal(o):
-			return false
-		}
-	}
-	return true
+	ex, de := splitTopicOptions(c, set)
+	return optionsEqual(ex, explicit) && optionsEqual(de, derived)
 }
 
 func (r *reader) group(partitions uint32) *ConsumerGroup {
@@ -609,7 +584,7 @@ func (r *reader) user() *User {
 		return nil
 	}
 	u.Permissions = r.permissions()
-	if r.err == nil && u.ID == RootUserID && !u.Permissions.Equal(AllPermissions()) {
+	if r.err == nil && u.ID == RootUserID && !permissionsEqual(u.Permissions, AllPermissions()) {
 		r.fail("root user without all permissions")
 	}
 	n := r.count(50)
@@ -635,40 +610,29 @@ func (r *reader) permissions() *Permissions {
 		return nil
 	}
 	b := func() bool { return r.boolean() }
-	p := &Permissions{Global: GlobalPermissions{
+	p := &Permissions{Global: wire.GlobalPermissions{
 		ManageServers: b(), ReadServers: b(), ManageUsers: b(), ReadUsers: b(), ManageStreams: b(),
 		ReadStreams: b(), ManageTopics: b(), ReadTopics: b(), PollMessages: b(), SendMessages: b(),
 	}}
 	n := r.count(14)
-	var last int64 = -1
 	for range n {
-		id := r.u32()
-		sp := StreamPermissions{ManageStream: b(), ReadStream: b(), ManageTopics: b(), ReadTopics: b(), PollMessages: b(), SendMessages: b()}
-		if r.err == nil && int64(id) <= last {
-			r.fail("permission stream ids not ascending at %d", id)
+		sp := wire.StreamPermissions{StreamID: r.u32(), ManageStream: b(), ReadStream: b(), ManageTopics: b(),
+			ReadTopics: b(), PollMessages: b(), SendMessages: b()}
+		if r.err == nil && len(p.Streams) > 0 && p.Streams[len(p.Streams)-1].StreamID >= sp.StreamID {
+			r.fail("permission stream ids not ascending at %d", sp.StreamID)
 		}
-		last = int64(id)
 		tn := r.count(8)
-		var lastT int64 = -1
 		for range tn {
-			tid := r.u32()
-			tp := TopicPermissions{ManageTopic: b(), ReadTopic: b(), PollMessages: b(), SendMessages: b()}
-			if r.err == nil && int64(tid) <= lastT {
-				r.fail("permission topic ids not ascending at %d", tid)
+			tp := wire.TopicPermissions{TopicID: r.u32(), ManageTopic: b(), ReadTopic: b(), PollMessages: b(), SendMessages: b()}
+			if r.err == nil && len(sp.Topics) > 0 && sp.Topics[len(sp.Topics)-1].TopicID >= tp.TopicID {
+				r.fail("permission topic ids not ascending at %d", tp.TopicID)
 			}
-			lastT = int64(tid)
-			if sp.Topics == nil {
-				sp.Topics = map[uint32]TopicPermissions{}
-			}
-			sp.Topics[tid] = tp
+			sp.Topics = append(sp.Topics, tp)
 		}
 		if r.err != nil {
 			return nil
 		}
-		if p.Streams == nil {
-			p.Streams = map[uint32]StreamPermissions{}
-		}
-		p.Streams[id] = sp
+		p.Streams = append(p.Streams, sp)
 	}
 	return p
 }

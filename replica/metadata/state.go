@@ -2,8 +2,9 @@ package metadata
 
 import (
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/iggo/iggo/wire"
 )
 
 // RootUserID is the id of the root user, created by Bootstrap.
@@ -107,7 +108,7 @@ type Stream struct {
 	// Revision is the state revision at creation; a stream created later
 	// under a reused id has a larger one.
 	Revision uint64
-	Options  []Option
+	Options  wire.Options
 
 	gen           uint64
 	topics        []*Topic // index = topic id; nil = free id
@@ -127,8 +128,8 @@ type Topic struct {
 	Config    TopicConfig
 	// Explicit and Derived are the canonical option blocks reported by
 	// GET_TOPIC: keys the client sent, and keys filled from defaults.
-	Explicit []Option
-	Derived  []Option
+	Explicit wire.Options
+	Derived  wire.Options
 	// Partitions are dense: Partitions[i].ID == i.
 	Partitions []Partition
 	// NextGroupID is the id the next consumer group gets; group ids are
@@ -185,7 +186,7 @@ type User struct {
 	Status       UserStatus
 	CreatedAt    uint64
 	Permissions  *Permissions // nil = none
-	Options      []Option
+	Options      wire.Options
 	// Tokens are the user's personal access tokens sorted by name.
 	Tokens []PersonalAccessToken
 
@@ -247,10 +248,11 @@ func (s *State) StreamByName(name string) *Stream {
 
 // ResolveStream resolves an identifier to a stream, or nil.
 func (s *State) ResolveStream(id Identifier) *Stream {
-	if id.IsNumeric() {
-		return s.Stream(id.ID)
+	if n, ok := id.Numeric(); ok {
+		return s.Stream(n)
 	}
-	return s.StreamByName(id.Name)
+	name, _ := id.Name()
+	return s.StreamByName(name)
 }
 
 // Streams returns the live streams in ascending id order.
@@ -269,28 +271,28 @@ func (s *State) StreamsCount() int { return int(s.streamCount) }
 
 // ResolveTopic resolves (stream, topic) identifiers, returning
 // StreamIDNotFound or TopicIDNotFound when either is missing.
-func (s *State) ResolveTopic(stream, topic Identifier) (*Stream, *Topic, Code) {
+func (s *State) ResolveTopic(stream, topic Identifier) (*Stream, *Topic, wire.Code) {
 	st := s.ResolveStream(stream)
 	if st == nil {
-		return nil, nil, CodeStreamIDNotFound
+		return nil, nil, wire.CodeStreamIdNotFound
 	}
 	t := st.ResolveTopic(topic)
 	if t == nil {
-		return st, nil, CodeTopicIDNotFound
+		return st, nil, wire.CodeTopicIdNotFound
 	}
 	return st, t, OK
 }
 
 // ResolveGroup resolves (stream, topic, group) identifiers, returning
 // 1009, 2010 or 5000 for the first level missing.
-func (s *State) ResolveGroup(stream, topic, group Identifier) (*Topic, *ConsumerGroup, Code) {
+func (s *State) ResolveGroup(stream, topic, group Identifier) (*Topic, *ConsumerGroup, wire.Code) {
 	_, t, code := s.ResolveTopic(stream, topic)
 	if code != OK {
 		return nil, nil, code
 	}
 	g := t.ResolveGroup(group)
 	if g == nil {
-		return t, nil, CodeConsumerGroupIDNotFound
+		return t, nil, wire.CodeConsumerGroupIdNotFound
 	}
 	return t, g, OK
 }
@@ -314,10 +316,11 @@ func (st *Stream) TopicByName(name string) *Topic {
 
 // ResolveTopic resolves an identifier to a topic of st, or nil.
 func (st *Stream) ResolveTopic(id Identifier) *Topic {
-	if id.IsNumeric() {
-		return st.Topic(id.ID)
+	if n, ok := id.Numeric(); ok {
+		return st.Topic(n)
 	}
-	return st.TopicByName(id.Name)
+	name, _ := id.Name()
+	return st.TopicByName(name)
 }
 
 // Topics returns the live topics in ascending id order.
@@ -370,10 +373,11 @@ func (t *Topic) GroupByName(name string) *ConsumerGroup {
 
 // ResolveGroup resolves an identifier to a group of t, or nil.
 func (t *Topic) ResolveGroup(id Identifier) *ConsumerGroup {
-	if id.IsNumeric() {
-		return t.Group(id.ID)
+	if n, ok := id.Numeric(); ok {
+		return t.Group(n)
 	}
-	return t.GroupByName(id.Name)
+	name, _ := id.Name()
+	return t.GroupByName(name)
 }
 
 // Member returns the member registered by client, if any.
@@ -477,10 +481,11 @@ func (s *State) UserByName(name string) *User {
 
 // ResolveUser resolves an identifier to a user, or nil.
 func (s *State) ResolveUser(id Identifier) *User {
-	if id.IsNumeric() {
-		return s.User(id.ID)
+	if n, ok := id.Numeric(); ok {
+		return s.User(n)
 	}
-	return s.UserByName(id.Name)
+	name, _ := id.Name()
+	return s.UserByName(name)
 }
 
 // Users returns the users in ascending id order (shared slice).
@@ -543,14 +548,4 @@ func cmpU32(a, b uint32) int {
 		return 1
 	}
 	return 0
-}
-
-// sortedUint32s returns the keys of m ascending.
-func sortedUint32s[V any](m map[uint32]V) []uint32 {
-	out := make([]uint32, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
