@@ -2,21 +2,27 @@ package metadata
 
 import (
 	"bytes"
-	"testing"
 
 	"github.com/iggo/iggo/wire"
 )
 
+// fataler is what the checks need from *testing.T, *testing.B and
+// *rapid.T alike.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // machine drives a State through commands in tests, numbering ops and
 // advancing a fake clock so every command has a distinct timestamp.
 type machine struct {
-	t  testing.TB
+	t  fataler
 	s  *State
 	op uint64
 	ts uint64
 }
 
-func newMachine(t testing.TB) *machine {
+func newMachine(t fataler) *machine {
 	m := &machine{t: t, s: NewState(), ts: 1_700_000_000_000_000}
 	if r := m.sys(Bootstrap{RootUsername: "iggy", RootPasswordHash: "root-hash", Limits: DefaultLimits()}); r.Code != OK {
 		t.Fatalf("bootstrap: %v", r.Code)
