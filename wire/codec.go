@@ -89,7 +89,7 @@ func (d *decoder) f32(field string) float32 { return math.Float32frombits(d.u32(
 
 // raw returns the next n bytes as a sub-slice of the input (no copy).
 func (d *decoder) raw(field string, n int) []byte {
-	if !d.need(field, n) {
+	if !d.need(field, n) || n == 0 {
 		return nil
 	}
 	v := d.b[d.off : d.off+n : d.off+n]
