@@ -53,6 +53,9 @@ func (t *table[T]) lowestFree() uint32 {
 // copying the directory and the chunk first unless gen already owns them.
 func (t *table[T]) set(gen uint64, id uint32, v *T) {
 	ci := int(id >> chunkBits)
+	if v == nil && t.get(id) == nil {
+		return // deleting nothing must not grow the directory
+	}
 	if t.gen != gen {
 		t.chunks = slices.Clone(t.chunks)
 		t.gen = gen
