@@ -123,9 +123,22 @@
 //	out = wire.AppendRejectionReply(out, &hdr, wire.CodeTopicNameAlreadyExists)
 //	out = wire.AppendEviction(out, prefix, hdr.Client, wire.EvictInvalidCredentials, 0, 0)
 //
+// DecodeRequest fails for a frame the real server would not process (bad
+// kind, size, release, unknown operation, or the rules of Validate); the
+// real server drops such frames without a reply, and a server may also
+// close the connection. Register bodies go through DecodeRegister: check the
+// version with Accepts(server, min, v) (answer EvictIncompatibleProtocol with
+// the window otherwise), then try the password form and fall back to the
+// token form.
+//
 // The send path should call DecodeSendMessages directly (no interface
-// allocation) and BatchView.Stamp before appending. Reply payloads are built
-// with the AppendTo methods of the reply types (Stream, TopicDetails, ...).
+// allocation), apply BatchView.CheckDenseDeltas if offsets must be dense,
+// and BatchView.Stamp before appending. A poll reply is the 16-byte prefix
+// (AppendPollReplyPrefix) followed by records: whole stored batches, or
+// BatchSlice values from SliceByOffset whose Header and Frames can be
+// written with net.Buffers so payloads are never copied. Reply payloads are
+// built with the AppendTo methods of the reply types (Stream,
+// TopicDetails, ...); AppendReply adds the result section where it belongs.
 //
 // # Client use
 //
