@@ -43,7 +43,7 @@ fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    if ! out=$$($(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg 2>&1); then \
+	    if ! out=$$($(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg 2>&1); then \
 	      if echo "$$out" | grep -q 'context deadline exceeded' && ! echo "$$out" | grep -q 'Failing input written'; then \
 	        echo "   (fuzz engine deadline quirk, no failing input: pass)"; \
 	      else echo "$$out"; exit 1; fi; \
