@@ -1,0 +1,62 @@
+// Package client is iggo's Go client for Iggy's protocol 0.11, built on
+// package wire. The CLI, the benchmark tool, the chaos runner and the
+// integration tests talk to servers only through it.
+//
+// # Connection and session
+//
+// A Client owns one TCP connection (TCP_NODELAY, optional TLS) and sends one
+// request at a time: it writes a frame and reads exactly one reply before
+// the next request may be written (a mutex serialises callers). Every reply
+// must echo the request number in flight; any other number means the
+// stream is out of step and the connection is closed.
+//
+// Login is the Register operation: a fresh random non-zero client id is
+// minted for every connection and every login, the body carries the version
+// prefix (protocol 0.11.0) and either the username/password or the token
+// form, and the reply binds the session fence every later request carries.
+// Request numbers follow the protocol: the counter starts at 1 per session;
+// Logout and the metadata operations (128..149) consume a number, reads and
+// partition writes reuse the current one, Register sends 0.
+//
+// After every login the client reads the cluster roster. With more than one
+// node it moves to the healthy leader if it is connected elsewhere (at most
+// MaxRedirects times in a row), and it remembers the healthy nodes as
+// reconnect candidates.
+//
+// # Failures
+//
+// Server errors come back as *wire.Error (status channel and result
+// section) or *wire.EvictionError (the session ended; the connection is
+// closed). Use wire.IsNotFound, wire.HasCode or errors.Is(err,
+// wire.NewError(code)). Broken connections are *ConnError.
+//
+// Retries keep the protocol's promises:
+//   - TransientNotCommitted (57): the same frame, same session, same request
+//     number, every ReplayInterval until the call's deadline;
+//   - TransientNotAccepted (58): replayed the same way for NotAcceptedBudget,
+//     then the leader check runs; if it moves the client, the request is
+//     stamped again for the new session and sent there;
+//   - after a reconnect (with re-login), a request is sent again only if it is
+//     a read or ping, or if it provably did not apply: nothing was sent, or
+//     the server refused it as Unauthenticated (40) or StaleClient (30). A
+//     replicated request whose connection broke mid-exchange is not resent:
+//     the caller gets the *ConnError.
+//
+// Every call takes a context; without a deadline RequestTimeout applies. A
+// call abandoned mid-exchange closes the connection, since its reply could
+// no longer be matched.
+//
+// # Messages
+//
+// SendMessages resolves balanced and messages-key partitioning on the
+// client: the topic's partition count comes from GET_TOPIC (cached, dropped
+// on PartitionNotFound 3007 and on reconnect); balanced is a per-topic
+// round robin and a key goes to XXH32(key) % count. The server then
+// receives partition-id partitioning. SendMessagesServerPartitioned sends
+// balanced or key partitioning as given, for the server to resolve.
+//
+// PollMessages supports every strategy. A group consumer without an
+// explicit partition goes through PollGroup, which keeps the SYNC
+// assignment, polls owned partitions round robin and resyncs when the
+// server reports the assignment stale.
+package client

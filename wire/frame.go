@@ -1,0 +1,225 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/zeebo/xxh3"
+)
+
+// FrameSizeError reports a header whose size field is out of range; the
+// connection must be closed, since the stream can no longer be framed.
+type FrameSizeError struct {
+	Size, Max uint32
+}
+
+func (e *FrameSizeError) Error() string {
+	return fmt.Sprintf("wire: frame size %d outside [%d, %d]", e.Size, HeaderSize, e.Max)
+}
+
+// IggyCode implements Coder.
+func (e *FrameSizeError) IggyCode() Code { return CodeInvalidCommand }
+
+// ReadFrame reads one frame (header + body) from r into buf, growing it only
+// when it is too small, and returns the frame. maxSize 0 means
+// DefaultMaxFrameSize. A size outside [256, maxSize] yields *FrameSizeError
+// without reading the body.
+func ReadFrame(r io.Reader, buf []byte, maxSize uint32) ([]byte, error) {
+	if maxSize == 0 {
+		maxSize = DefaultMaxFrameSize
+	}
+	if cap(buf) < HeaderSize {
+		buf = make([]byte, HeaderSize, 4096)
+	}
+	buf = buf[:HeaderSize]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	size := FrameSizeOf(buf)
+	if size < HeaderSize || size > maxSize {
+		return nil, &FrameSizeError{Size: size, Max: maxSize}
+	}
+	if cap(buf) < int(size) {
+		grown := make([]byte, size)
+		copy(grown, buf[:HeaderSize])
+		buf = grown
+	}
+	buf = buf[:size]
+	if _, err := io.ReadFull(r, buf[HeaderSize:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
+// AppendRequest appends a request frame: the header h (Size is computed) and
+// body. Set h.Code for NonReplicated operations.
+func AppendRequest(dst []byte, h RequestHeader, body []byte) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, HeaderSize)...)
+	dst = append(dst, body...)
+	h.Size = uint32(len(dst) - start)
+	h.Put(dst[start:])
+	return dst
+}
+
+// StampRequestChecksum sets request_checksum of a complete request frame to
+// XXH3-64 of its body (the optional stamp the Rust SDK uses).
+func StampRequestChecksum(frame []byte) {
+	putU128(frame[offReqRequestChecksum:], Uint128{Lo: xxh3.Hash(frame[HeaderSize:])})
+}
+
+// VerifyRequestChecksum is the server rule: a zero stamp is not checked; a
+// non-zero stamp must equal XXH3-64(body) widened, else InvalidFormat (4).
+func VerifyRequestChecksum(h *RequestHeader, body []byte) error {
+	if h.RequestChecksum.IsZero() {
+		return nil
+	}
+	if want := (Uint128{Lo: xxh3.Hash(body)}); want != h.RequestChecksum {
+		return Errorf(CodeInvalidFormat, "request checksum %#x:%#x does not match the body", h.RequestChecksum.Hi, h.RequestChecksum.Lo)
+	}
+	return nil
+}
+
+// DecodeRequest splits a whole request frame into its decoded header and body
+// and applies the field rules (Validate). The body aliases frame.
+func DecodeRequest(frame []byte, maxSize uint32) (RequestHeader, []byte, error) {
+	h, err := DecodeRequestHeader(frame, maxSize)
+	if err != nil {
+		return RequestHeader{}, nil, err
+	}
+	if int(h.Size) != len(frame) {
+		return RequestHeader{}, nil, fieldErr("request header", "size", offSize, "declares %d bytes, frame has %d", h.Size, len(frame))
+	}
+	if err := h.Validate(); err != nil {
+		return RequestHeader{}, nil, err
+	}
+	return h, frame[HeaderSize:], nil
+}
+
+// Result section: [count u32] then count x {index u32, result u32}. An empty
+// section (count 0) means success and the typed payload follows.
+
+// AppendResultOK appends the success section [0u32].
+func AppendResultOK(dst []byte) []byte { return appendU32(dst, 0) }
+
+// AppendResultRejection appends a committed rejection [1][0][code].
+func AppendResultRejection(dst []byte, code Code) []byte {
+	dst = appendU32(dst, 1)
+	dst = appendU32(dst, 0)
+	return appendU32(dst, uint32(code))
+}
+
+// SplitResult strips the result section of a result-framed body: a
+// rejection (first entry's result != 0) is returned as *Error; otherwise the
+// payload after the section.
+func SplitResult(body []byte) ([]byte, error) {
+	if len(body) < 4 {
+		return nil, fieldErr("result section", "count", 0, "needs 4 bytes, body has %d", len(body))
+	}
+	count := uint64(binary.LittleEndian.Uint32(body))
+	section := 4 + count*8
+	if uint64(len(body)) < section {
+		return nil, fieldErr("result section", "entries", 4, "%d entries need %d bytes, body has %d", count, section, len(body))
+	}
+	if count > 0 {
+		if code := binary.LittleEndian.Uint32(body[8:]); code != 0 {
+			return nil, NewError(Code(code))
+		}
+	}
+	return body[section:], nil
+}
+
+// AppendReply appends a status-0 reply to req carrying payload. For
+// result-framed operations the success section [0u32] is put in front of the
+// payload automatically (Register included, whose success body is never
+// empty). The reply echoes the request's correlation fields (see ReplyTo).
+func AppendReply(dst []byte, req *RequestHeader, payload []byte) []byte {
+	h := ReplyTo(req)
+	return AppendReplyWith(dst, &h, payload)
+}
+
+// AppendReplyWith is AppendReply with a caller-built header (to set view,
+// replica, op or commit). Status must be 0.
+func AppendReplyWith(dst []byte, h *ReplyHeader, payload []byte) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, HeaderSize)...)
+	if ResultFramed(h.Operation, len(payload)) || h.Operation == OpRegister {
+		dst = AppendResultOK(dst)
+	}
+	dst = append(dst, payload...)
+	hh := *h
+	hh.Status = 0
+	hh.Size = uint32(len(dst) - start)
+	hh.Put(dst[start:])
+	return dst
+}
+
+// AppendStatusReply appends a pre-commit denial: status = code, empty body.
+func AppendStatusReply(dst []byte, req *RequestHeader, code Code) []byte {
+	h := ReplyTo(req)
+	h.Status = code
+	h.Size = HeaderSize
+	start := len(dst)
+	dst = append(dst, make([]byte, HeaderSize)...)
+	h.Put(dst[start:])
+	return dst
+}
+
+// AppendRejectionReply appends a committed rejection for a result-framed
+// operation: status 0, body [1][0][code]. For operations that are not
+// result-framed it falls back to a status reply, the only shape their
+// clients can read.
+func AppendRejectionReply(dst []byte, req *RequestHeader, code Code) []byte {
+	if !ResultFramed(req.Operation, 1) {
+		return AppendStatusReply(dst, req, code)
+	}
+	h := ReplyTo(req)
+	start := len(dst)
+	dst = append(dst, make([]byte, HeaderSize)...)
+	dst = AppendResultRejection(dst, code)
+	h.Size = uint32(len(dst) - start)
+	h.Put(dst[start:])
+	return dst
+}
+
+// DecodeReply is the client's decode of a whole reply frame, in the order the
+// Go SDK applies it:
+//  1. kind 13: the eviction as *EvictionError;
+//  2. kind other than 8, bad size or unknown operation: *FieldError;
+//  3. status != 0: *Error with that code (the body is ignored);
+//  4. SendMessages with an empty body: *FieldError (a committed send always
+//     carries confirmations);
+//  5. result-framed operations: a rejection as *Error, else the payload
+//     after the section; others: the whole body.
+//
+// The caller checks the echoed request number itself (ReplyHeader.Request)
+// before trusting anything else. The payload aliases frame.
+func DecodeReply(frame []byte, maxSize uint32) (ReplyHeader, []byte, error) {
+	if len(frame) >= HeaderSize && FrameKindOf(frame) == FrameEviction {
+		return ReplyHeader{}, nil, evictionFromHeader(frame)
+	}
+	h, err := DecodeReplyHeader(frame, maxSize)
+	if err != nil {
+		return ReplyHeader{}, nil, err
+	}
+	if int(h.Size) != len(frame) {
+		return h, nil, fieldErr("reply header", "size", offSize, "declares %d bytes, frame has %d", h.Size, len(frame))
+	}
+	if h.Status != 0 {
+		return h, nil, NewError(h.Status)
+	}
+	body := frame[HeaderSize:]
+	if h.Operation == OpSendMessages && len(body) == 0 {
+		return h, nil, fieldErr("reply", "body", HeaderSize, "a send reply must carry confirmations")
+	}
+	if ResultFramed(h.Operation, len(body)) {
+		payload, err := SplitResult(body)
+		return h, payload, err
+	}
+	return h, body, nil
+}
