@@ -207,9 +207,9 @@ func (r *Recorder) Metrics(sampling time.Duration) ActorMetrics {
 		m.Summary.TotalMessages += rec.Messages
 		m.Summary.TotalBatches++
 	}
-	window := r.last - r.first
-	if len(r.records) > 0 && window <= 0 {
-		window = time.Microsecond
+	var window time.Duration
+	if len(r.records) > 0 {
+		window = max(r.last-r.first, time.Microsecond)
 	}
 	m.Summary.TotalTimeSecs = window.Seconds()
 	if window > 0 {

@@ -40,7 +40,8 @@ func (env *Env) sendCmd() *cobra.Command {
 		Long: `Send messages to a topic. Each MESSAGE argument is one message; without
 arguments every line of standard input is one message (empty lines are
 skipped). --input-file replays a file written by "message poll --output-file".
-Without -p or -m, messages are spread over the partitions round robin.`,
+Without -p or -m the server spreads batches over the partitions round robin;
+with -m the server routes by XXH32(key) modulo the partition count.`,
 		Example: `  iggo message send prod orders hello "second message"
   echo -e "a\nb" | iggo message send prod orders -p 0
   iggo message send prod orders -m user-42 -H source:string:web,version:uint8:2 payload
@@ -125,7 +126,7 @@ Without -p or -m, messages are spread over the partitions round robin.`,
 				sent := 0
 				placed := map[uint32][2]uint64{}
 				for _, batch := range splitBatches(msgs) {
-					conf, err := c.SendMessages(cmd.Context(), sid, tid, part, batch)
+					conf, err := c.SendMessagesServerPartitioned(cmd.Context(), sid, tid, part, batch)
 					if err != nil {
 						if sent > 0 {
 							env.Statusf("Sent %d of %d messages before the error", sent, len(msgs))

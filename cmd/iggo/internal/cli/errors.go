@@ -113,7 +113,12 @@ func Describe(err error) (string, int) {
 	var ev *wire.EvictionError
 	if errors.As(err, &ev) {
 		code := ev.IggyCode()
-		msg, hint := phrase(code, sub)
+		said := code
+		if ev.Reason == wire.EvictUserInactive {
+			// Iggy reports an inactive user as Unauthenticated; say why.
+			said = wire.CodeUserInactive
+		}
+		msg, hint := phrase(said, sub)
 		return join(msg+" "+codeText(code)+" [session ended: "+ev.Reason.String()+"]", hint), ExitServer
 	}
 	if code, ok := wire.CodeOf(err); ok {

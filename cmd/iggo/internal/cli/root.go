@@ -135,6 +135,10 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // RunContext is Run with a context (cancelled on interrupt by main) and an
 // explicit environment.
 func RunContext(ctx context.Context, args []string, io IO) int {
+	return runWith(ctx, args, io, registered())
+}
+
+func runWith(ctx context.Context, args []string, io IO, exts []Extension) int {
 	if io.Getenv == nil {
 		io.Getenv = os.Getenv
 	}
@@ -143,7 +147,7 @@ func RunContext(ctx context.Context, args []string, io IO) int {
 	}
 	env := &Env{IO: io, args: args}
 	defer env.closeLog()
-	root := env.newRoot(registered())
+	root := env.newRoot(exts)
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
