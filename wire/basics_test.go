@@ -723,3 +723,18 @@ func TestDecodeReplyPaths(t *testing.T) {
 		t.Fatal("zero session accepted")
 	}
 }
+
+func TestDecodeReplyStatusBeforeOperation(t *testing.T) {
+	req := RequestHeader{Client: Uint128{Lo: 1}, Request: 2, Operation: OpNonReplicated, Code: CmdGetStats}
+	r := AppendStatusReply(nil, &req, CodeUnauthenticated)
+	r[208] = 99 // unknown operation
+	if _, _, err := DecodeReply(r, 0); !HasCode(err, CodeUnauthenticated) {
+		t.Fatalf("status must win over an unknown operation: %v", err)
+	}
+	ok := AppendReply(nil, &req, nil)
+	ok[208] = 99
+	var fe *FieldError
+	if _, _, err := DecodeReply(ok, 0); !errors.As(err, &fe) || fe.Field != "operation" {
+		t.Fatalf("unknown operation on a status-0 reply: %v", err)
+	}
+}

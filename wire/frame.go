@@ -205,6 +205,16 @@ func DecodeReply(frame []byte, maxSize uint32) (ReplyHeader, []byte, error) {
 	}
 	h, err := DecodeReplyHeader(frame, maxSize)
 	if err != nil {
+		// A denial is reported even when the operation byte is not one this
+		// package knows: the status is read before the operation, as SDKs do.
+		var fe *FieldError
+		if errors.As(err, &fe) && fe.Field == "operation" {
+			readReplyTail(&h, frame)
+			h.Prefix = getPrefix(frame)
+			if h.Status != 0 && int(h.Size) == len(frame) {
+				return h, nil, NewError(h.Status)
+			}
+		}
 		return ReplyHeader{}, nil, err
 	}
 	if int(h.Size) != len(frame) {

@@ -343,6 +343,14 @@ func DecodeReplyHeader(b []byte, maxFrame uint32) (ReplyHeader, error) {
 	if h.Size < HeaderSize || h.Size > maxFrame {
 		return ReplyHeader{}, fieldErr(what, "size", offSize, "frame size %d outside [%d, %d]", h.Size, HeaderSize, maxFrame)
 	}
+	readReplyTail(&h, b)
+	if !h.Operation.Known() {
+		return ReplyHeader{}, fieldErr(what, "operation", offRepOperation, "unknown operation %d", h.Operation)
+	}
+	return h, nil
+}
+
+func readReplyTail(h *ReplyHeader, b []byte) {
 	h.RequestChecksum = getU128(b[offRepRequestChecksum:])
 	h.Context = getU128(b[offRepContext:])
 	h.Client = getU128(b[offRepClient:])
@@ -352,10 +360,6 @@ func DecodeReplyHeader(b []byte, maxFrame uint32) (ReplyHeader, error) {
 	h.Request = binary.LittleEndian.Uint64(b[offRepRequest:])
 	h.Operation = Operation(b[offRepOperation])
 	h.Status = Code(binary.LittleEndian.Uint32(b[offRepStatus:]))
-	if !h.Operation.Known() {
-		return ReplyHeader{}, fieldErr(what, "operation", offRepOperation, "unknown operation %d", h.Operation)
-	}
-	return h, nil
 }
 
 // EvictionHeader is the session-terminal server-to-client header (kind 13).
