@@ -44,9 +44,17 @@ func (r *Report) chart(path, what, unit string, window int, pick func(Series) []
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
+	// Headroom above the highest line keeps the legend off the data.
+	top, entries := 0.0, 0
+	track := func(pts []Point) []Point {
+		for _, pt := range pts {
+			top = max(top, pt.Value)
+		}
+		return pts
+	}
 	if len(r.Actors) <= maxActorLines {
 		for i, a := range r.Actors {
-			pts := MovingAverage(pick(a.Series), window)
+			pts := track(MovingAverage(pick(a.Series), window))
 			if len(pts) < 1 {
 				continue
 			}
@@ -60,6 +68,7 @@ func (r *Report) chart(path, what, unit string, window int, pick func(Series) []
 			l.Width = vg.Points(0.8)
 			p.Add(l)
 			p.Legend.Add(fmt.Sprintf("%s #%d", actorTitle(a.Kind), a.ID), l)
+			entries++
 		}
 	}
 	groups := append([]GroupMetrics(nil), r.Groups...)
@@ -67,7 +76,7 @@ func (r *Report) chart(path, what, unit string, window int, pick func(Series) []
 		groups = append(groups, *r.Aggregate)
 	}
 	for i, g := range groups {
-		pts := MovingAverage(pick(g.Series), window)
+		pts := track(MovingAverage(pick(g.Series), window))
 		if len(pts) < 1 {
 			continue
 		}
@@ -85,6 +94,10 @@ func (r *Report) chart(path, what, unit string, window int, pick func(Series) []
 			label += fmt.Sprintf(" (p99 %.3f ms)", g.Summary.Latency.P99)
 		}
 		p.Legend.Add(label, l)
+		entries++
+	}
+	if top > 0 {
+		p.Y.Max = top * (1.15 + 0.07*float64(entries))
 	}
 	c := vgimg.New(chartWidth, chartHeight)
 	dc := draw.New(c)

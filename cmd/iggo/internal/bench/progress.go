@@ -104,7 +104,7 @@ func progressLine(actors []*actorProgress, prev map[ActorKind][2]uint64, elapsed
 		s.bytes += a.bytes.Load()
 		s.target += a.target.Load()
 	}
-	parts := []string{fmt.Sprintf("[%6.1fs]", elapsed.Seconds())}
+	var parts []string
 	for _, k := range order {
 		s := sums[k]
 		p := prev[k]
@@ -116,7 +116,7 @@ func progressLine(actors []*actorProgress, prev map[ActorKind][2]uint64, elapsed
 		parts = append(parts, part)
 		prev[k] = [2]uint64{s.msgs, s.bytes}
 	}
-	return strings.Join(parts, " | ")
+	return fmt.Sprintf("[%6.1fs] ", elapsed.Seconds()) + strings.Join(parts, " | ")
 }
 
 // barDisplay draws one bar per actor plus an aggregate with mpb.
@@ -131,11 +131,14 @@ type barDisplay struct {
 
 func startBars(ctx context.Context, w io.Writer, actors []*actorProgress, start time.Time) *barDisplay {
 	ctx, cancel := context.WithCancel(ctx)
-	d := &barDisplay{cancel: cancel, actors: actors, p: mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithRefreshRate(150*time.Millisecond))}
+	d := &barDisplay{cancel: cancel, actors: actors, p: mpb.New(mpb.WithOutput(w), mpb.WithAutoRefresh(), mpb.WithWidth(40), mpb.WithRefreshRate(150*time.Millisecond))}
+	width := len("all actors")
 	for _, a := range actors {
-		a := a
+		width = max(width, len(a.label))
+	}
+	for _, a := range actors {
 		bar := d.p.AddBar(0,
-			mpb.PrependDecorators(decor.Name(a.label, decor.WC{C: decor.DindentRight | decor.DextraSpace})),
+			mpb.PrependDecorators(decor.Name(a.label, decor.WC{W: width, C: decor.DindentRight | decor.DextraSpace})),
 			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
 				return fmt.Sprintf("%d msgs %s", a.msgs.Load(), rateText(a.bytes.Load(), time.Since(start)))
 			})),
@@ -143,7 +146,7 @@ func startBars(ctx context.Context, w io.Writer, actors []*actorProgress, start 
 		d.bars = append(d.bars, bar)
 	}
 	d.total = d.p.AddBar(0,
-		mpb.PrependDecorators(decor.Name("all actors", decor.WC{C: decor.DindentRight | decor.DextraSpace})),
+		mpb.PrependDecorators(decor.Name("all actors", decor.WC{W: width, C: decor.DindentRight | decor.DextraSpace})),
 		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
 			var m, b uint64
 			for _, a := range actors {

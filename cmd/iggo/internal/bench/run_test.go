@@ -291,3 +291,16 @@ func BenchmarkPinnedProducerFake(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+func TestProgressBarsRender(t *testing.T) {
+	srv := startFake(t)
+	p := tiny(PinnedProducerAndConsumer, srv.Addr())
+	p.MessageBatches = 50
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := Run(ctx, p, Options{Out: &out, Progress: ProgressBars}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, out.String(), "Producer #1", "Consumer #2", "all actors", "msgs", "MB/s", "Benchmark: pinned-producer-and-consumer")
+}

@@ -71,7 +71,7 @@ func (env *Env) benchKindCmd(kind bench.Kind, alias, short string) *cobra.Comman
 			mode := bench.ProgressLines
 			switch bf.progress {
 			case "auto":
-				if env.IsTerminal(env.Out) {
+				if env.IsTerminal(env.Out) && termColumns(env.Out) > 0 {
 					mode = bench.ProgressBars
 				}
 				if env.Global.Quiet {

@@ -508,6 +508,20 @@ func isTerminal(v any) bool {
 	return err == nil
 }
 
+// termColumns is the width of the terminal behind v (0 when unknown: bars
+// cannot be drawn there).
+func termColumns(v any) int {
+	f, ok := v.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
 // readNoEcho reads a line from a terminal with echo switched off.
 func readNoEcho(in io.Reader) (string, error) {
 	f, ok := in.(*os.File)
