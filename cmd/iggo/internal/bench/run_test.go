@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,7 +235,7 @@ func TestRunFailsCleanly(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		ccancel()
 	}()
-	if _, err := Run(cctx, p, Options{Progress: ProgressNone}); err != context.Canceled {
+	if _, err := Run(cctx, p, Options{Progress: ProgressNone}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled run: %v", err)
 	}
 	if names := srv.StreamNames(); len(names) != 0 {

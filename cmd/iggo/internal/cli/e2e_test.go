@@ -334,6 +334,16 @@ func TestSystemCommands(t *testing.T) {
 	}
 	zr.Close()
 	h.fails(ExitUsage, []string{"invalid snapshot type"}, "snapshot", "-s", "everything")
+
+	// -d writes the client's debug log to a file, not to the terminal.
+	logFile := filepath.Join(t.TempDir(), "debug.log")
+	if r := h.runAs("-d", logFile, "stream", "list"); r.code != 0 || r.err != "" {
+		t.Fatalf("debug run: %v", r)
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil || !strings.Contains(string(b), "logged in") {
+		t.Fatalf("debug log: %q %v", b, err)
+	}
 }
 
 func TestContextsAndSessions(t *testing.T) {

@@ -240,3 +240,14 @@ func TestConfigFiles(t *testing.T) {
 		t.Fatalf("corrupt contexts: %v", err)
 	}
 }
+
+func BenchmarkTableRender(b *testing.B) {
+	tb := Table{Header: []string{"Offset", "Timestamp", "ID", "Length", "Payload"}}
+	for i := range 1000 {
+		tb.Add(fmt.Sprint(i), "2026-01-01 00:00:00.000000", "123456789012345678901234567890", "10", "payload-ü")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = tb.String()
+	}
+}
