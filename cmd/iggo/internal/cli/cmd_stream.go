@@ -317,7 +317,7 @@ Further settings ride --set KEY=VALUE (see "iggo options topic").`,
 			if err != nil {
 				return err
 			}
-			uopts.compression, uopts.expiryArgs, uopts.forUpdate = args[3], args[4:], true
+			uopts.compression, uopts.expiryArgs = args[3], args[4:]
 			opts, err := uopts.build()
 			if err != nil {
 				return err

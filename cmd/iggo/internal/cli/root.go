@@ -174,7 +174,7 @@ func commandPath(root *cobra.Command, args []string) string {
 	if err != nil || cmd == nil || cmd == root {
 		return ""
 	}
-	return strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ") + ""
+	return strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ")
 }
 
 // ranError marks errors returned by a command's RunE, as opposed to
