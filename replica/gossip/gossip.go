@@ -277,8 +277,8 @@ type Gossip struct {
 	mu       sync.Mutex
 	evClosed bool
 	meta     Meta
-	metaEnc []byte
-	members map[string]*entry
+	metaEnc  []byte
+	members  map[string]*entry
 
 	eventsDropped, refused, rejoins atomic.Uint64
 
@@ -613,9 +613,9 @@ func (d *delegate) NodeMeta(limit int) []byte {
 	}
 	return append([]byte(nil), g.metaEnc...)
 }
-func (d *delegate) NotifyMsg([]byte)                     {}
-func (d *delegate) GetBroadcasts(_, _ int) [][]byte      { return nil }
-func (d *delegate) LocalState(bool) []byte               { return nil }
+func (d *delegate) NotifyMsg([]byte)                    {}
+func (d *delegate) GetBroadcasts(_, _ int) [][]byte     { return nil }
+func (d *delegate) LocalState(bool) []byte              { return nil }
 func (d *delegate) MergeRemoteState(buf []byte, _ bool) {}
 
 func (e *events) NotifyJoin(n *memberlist.Node)   { (*Gossip)(e).observe(n, EventJoin) }
