@@ -133,6 +133,23 @@
 // (cluster.heartbeat_timeout) closes the link. When a link goes down its
 // queued frames are discarded and counted (PeerStats.DroppedQueued).
 //
+// # Wiring
+//
+//	pc, err := plane.FromConfig(conf, self)        // roster, keys, TLS, message_bus
+//	pc.Listener = replicaListener                   // tcp_replica, bound by shard 0
+//	pc.Logger = log
+//	pc.Deliver = func(from uint8, group uint64, m vsr.Message) error {
+//		s := shard.Route(shard.Namespace(group), rt.Shards())
+//		return rt.Send(s, replicaFrame{from: from, msg: m}) // TrySend: never blocks
+//	}
+//	tr, err := plane.New(pc); err = tr.Start()
+//	// in a shard loop, for each rd.Messages envelope e:
+//	_ = tr.Send(e.To, e.Message) // ErrPeerDown / ErrQueueFull are counted; VSR retransmits
+//	// at shutdown, after the shards stopped: tr.Close()
+//
+// The vsr.Config.Cluster of every group is plane.ClusterID(cluster.name),
+// the same id the transport checks on every frame.
+//
 // # Metrics
 //
 // Stats returns per-peer state (connected, since when), link connects and

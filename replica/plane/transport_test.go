@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/vsr"
 )
 
@@ -329,5 +330,43 @@ func TestNewestLinkFromAPeerWins(t *testing.T) {
 	}
 	if !acc.tr.Connected(0) {
 		t.Fatal("peer not connected")
+	}
+}
+
+func TestFromConfig(t *testing.T) {
+	cfg, _, err := config.LoadFrom("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Cluster.Enabled = true
+	cfg.Cluster.Auth = config.ClusterAuthConfig{Enabled: true, SharedSecret: keyNew, PreviousSharedSecret: keyOld}
+	cfg.Cluster.TLS = config.ClusterTLSConfig{Enabled: true, SelfSigned: true}
+	cfg.MessageBus.ReplicaReadBufferSize = 0
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := FromConfig(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Roster) != 2 || c.Roster[1].Addr.String() != "127.0.0.1:9091" || c.Roster[1].ID != 1 || c.Self != 1 {
+		t.Errorf("roster %+v", c.Roster)
+	}
+	if !c.Auth || string(c.Secret) != keyNew || string(c.PreviousSecret) != keyOld || c.TLS.Mode != TLSSelfSigned {
+		t.Errorf("auth/tls not mapped: %+v", c.TLS)
+	}
+	b := cfg.MessageBus
+	if c.MaxMessageSize != uint32(b.MaxMessageSize) || c.MaxBatch != b.MaxBatch || c.PeerQueueCapacity != b.PeerQueueCapacity ||
+		c.ReconnectMax != b.ReconnectPeriod.Duration || c.HandshakeGrace != b.HandshakeGrace.Duration ||
+		c.WriteTimeout != cfg.Cluster.HeartbeatTimeout.Duration || c.ReadBufferSize != -1 {
+		t.Errorf("message_bus not mapped: %+v", c)
+	}
+	c.Deliver = func(uint8, uint64, vsr.Message) error { return nil }
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.ClusterID() != ClusterID("iggy-cluster") {
+		t.Error("cluster id")
 	}
 }
