@@ -139,6 +139,9 @@ type Config struct {
 	// UpdateTimeout bounds SetStatus's wait for the announcement to reach
 	// one member.
 	UpdateTimeout time.Duration
+	// TCPTimeout bounds one join or full-state exchange with a member (and
+	// so how long Close may wait for a join in progress).
+	TCPTimeout time.Duration
 
 	Logger *zap.Logger
 }
@@ -153,6 +156,7 @@ const (
 	DefaultRejoinInterval = 5 * time.Second
 	DefaultEventCapacity  = 256
 	DefaultUpdateTimeout  = 2 * time.Second
+	DefaultTCPTimeout     = 2 * time.Second
 	// queueDepthMax bounds memberlist's pending broadcast queue.
 	queueDepthMax = 1024
 )
@@ -197,6 +201,7 @@ func (c *Config) applyDefaults() error {
 	setDur(&c.SuspectAfter, 2*time.Duration(max(len(c.Roster)-1, 1))*c.ProbeInterval+c.ProbeTimeout)
 	setDur(&c.RejoinInterval, DefaultRejoinInterval)
 	setDur(&c.UpdateTimeout, DefaultUpdateTimeout)
+	setDur(&c.TCPTimeout, DefaultTCPTimeout)
 	if c.SuspicionMult <= 0 {
 		c.SuspicionMult = DefaultSuspicionMult
 	}
@@ -292,9 +297,9 @@ type entry struct {
 	lastAck time.Time
 }
 
-// Start binds the gossip port, joins whichever roster members answer, and
-// keeps rejoining the others every RejoinInterval. A node that finds nobody
-// still starts: it is alone until a peer comes up.
+// Start binds the gossip port and returns; in the background it joins
+// whichever roster members answer, and keeps rejoining the others every
+// RejoinInterval. A node that finds nobody is alone until a peer comes up.
 func Start(cfg Config) (*Gossip, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
@@ -336,6 +341,7 @@ func Start(cfg Config) (*Gossip, error) {
 	mc.ProbeInterval, mc.ProbeTimeout = cfg.ProbeInterval, cfg.ProbeTimeout
 	mc.GossipInterval, mc.PushPullInterval = cfg.GossipInterval, cfg.PushPull
 	mc.SuspicionMult = cfg.SuspicionMult
+	mc.TCPTimeout = cfg.TCPTimeout
 	mc.GossipToTheDeadTime = cfg.PushPull
 	// A restarted node comes back under the same name, possibly at another
 	// address (containers): let it reclaim its name once declared dead.
@@ -376,7 +382,6 @@ func Start(cfg Config) (*Gossip, error) {
 		}
 	}
 	g.mu.Unlock()
-	g.rejoin()
 	g.wg.Add(1)
 	go g.rejoinLoop()
 	g.log.Info("gossip started", zap.Stringer("bind", bind), zap.Bool("encrypted", mc.Keyring != nil))
@@ -499,6 +504,10 @@ func (g *Gossip) closeEvents() {
 
 func (g *Gossip) rejoinLoop() {
 	defer g.wg.Done()
+	// The first join runs here rather than in Start: joining a peer whose
+	// address blackholes blocks for memberlist's TCP timeout, and boot must
+	// not wait for it.
+	g.rejoin()
 	t := time.NewTicker(g.cfg.RejoinInterval)
 	defer t.Stop()
 	for {
