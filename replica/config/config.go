@@ -273,6 +273,31 @@ type NodePorts struct {
 	HTTP       *uint16 `toml:"http,omitempty"`
 	WebSocket  *uint16 `toml:"websocket,omitempty"`
 	TCPReplica *uint16 `toml:"tcp_replica,omitempty"`
+	// Gossip is an iggo key: the memberlist port (TCP and UDP) used for
+	// liveness and node info. Unset means tcp_replica + GossipPortOffset.
+	Gossip *uint16 `toml:"gossip,omitempty"`
+}
+
+// GossipPortOffset derives a node's default gossip port from its
+// tcp_replica port. A fixed offset keeps the default roster (replica ports
+// 9090, 9091, ... on one IP) free of collisions, which +1 would not.
+const GossipPortOffset = 1000
+
+// GossipPort returns the node's gossip port: ports.gossip when set, else
+// tcp_replica + GossipPortOffset. ok is false when neither yields a port in
+// 1..65535 (Validate reports that case).
+func (n ClusterNode) GossipPort() (port uint16, ok bool) {
+	if n.Ports.Gossip != nil {
+		return *n.Ports.Gossip, *n.Ports.Gossip != 0
+	}
+	if n.Ports.TCPReplica == nil || *n.Ports.TCPReplica == 0 {
+		return 0, false
+	}
+	d := int(*n.Ports.TCPReplica) + GossipPortOffset
+	if d > 65535 {
+		return 0, false
+	}
+	return uint16(d), true
 }
 
 // Port returns a pointer to v, for building NodePorts in code.

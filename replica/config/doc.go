@@ -10,8 +10,9 @@
 // [system] table is gone). Keys for features iggo does not implement yet
 // ([http], [quic], [websocket], [telemetry], [encryption]) are parsed and
 // validated like the rest; their transports default to enabled = false and
-// enabling one yields a warning, not a listener. iggo adds one key,
-// sharding.batch_max.
+// enabling one yields a warning, not a listener. iggo adds two keys,
+// sharding.batch_max and cluster.nodes[].ports.gossip (the memberlist port;
+// unset, tcp_replica + GossipPortOffset).
 //
 // # Loading
 //

@@ -25,6 +25,7 @@ type Bound struct {
 	HTTP       string
 	WebSocket  string
 	TCPReplica string
+	Gossip     string
 	// ReplicaID selects this node's roster entry when clustering is on;
 	// its ports are rewritten from the bound addresses.
 	ReplicaID int
@@ -112,7 +113,7 @@ func runtimeView(cfg *Config, bound Bound) (*Config, error) {
 		for _, b := range []struct {
 			addr string
 			dst  **uint16
-		}{{bound.TCP, &ports.TCP}, {bound.QUIC, &ports.QUIC}, {bound.HTTP, &ports.HTTP}, {bound.WebSocket, &ports.WebSocket}, {bound.TCPReplica, &ports.TCPReplica}} {
+		}{{bound.TCP, &ports.TCP}, {bound.QUIC, &ports.QUIC}, {bound.HTTP, &ports.HTTP}, {bound.WebSocket, &ports.WebSocket}, {bound.TCPReplica, &ports.TCPReplica}, {bound.Gossip, &ports.Gossip}} {
 			if b.addr == "" {
 				continue
 			}

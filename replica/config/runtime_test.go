@@ -36,7 +36,7 @@ func TestWriteRuntimeSubstitutesAndOmitsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	path, err := WriteRuntime(cfg.RuntimeDir(), cfg, Bound{TCP: "127.0.0.1:41234", TCPReplica: "127.0.0.1:41235", ReplicaID: 1})
+	path, err := WriteRuntime(cfg.RuntimeDir(), cfg, Bound{TCP: "127.0.0.1:41234", TCPReplica: "127.0.0.1:41235", Gossip: "127.0.0.1:41236", ReplicaID: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +70,12 @@ func TestWriteRuntimeSubstitutesAndOmitsSecrets(t *testing.T) {
 	}
 	if got := back.Cluster.Nodes[1].Ports; *got.TCP != 41234 || *got.TCPReplica != 41235 || *got.QUIC != 8081 {
 		t.Errorf("node 1 ports %d/%d/%d", *got.TCP, *got.TCPReplica, *got.QUIC)
+	}
+	if g, ok := back.Cluster.Nodes[1].GossipPort(); !ok || g != 41236 {
+		t.Errorf("node 1 gossip port %d %v, want the bound 41236", g, ok)
+	}
+	if g, ok := back.Cluster.Nodes[0].GossipPort(); !ok || g != 10090 || back.Cluster.Nodes[0].Ports.Gossip != nil {
+		t.Errorf("node 0 gossip port %d %v, want the derived 10090 and no explicit key", g, ok)
 	}
 	if got := back.Cluster.Nodes[0].Ports; *got.TCP != 8090 || *got.TCPReplica != 9090 {
 		t.Errorf("node 0 ports changed: %d/%d", *got.TCP, *got.TCPReplica)

@@ -612,6 +612,28 @@ func (cfg *Config) validateRoster(c *checker) {
 				}
 			}
 		}
+		// Gossip binds TCP and UDP on its port, explicit or derived; either
+		// way it must not collide with another listener.
+		gkey := key + ".ports.gossip"
+		if gp, ok := n.GossipPort(); !ok {
+			switch {
+			case p.Gossip != nil:
+				c.fail(gkey, "must not be 0")
+			case p.TCPReplica != nil && *p.TCPReplica != 0:
+				c.fail(gkey, "must be set: the default tcp_replica + %d = %d exceeds 65535", GossipPortOffset, int(*p.TCPReplica)+GossipPortOffset)
+			}
+		} else if err == nil {
+			ep := netip.AddrPortFrom(ip.Unmap(), gp).String()
+			if other, dup := endpoints[ep]; dup {
+				what := gkey
+				if p.Gossip == nil {
+					what += fmt.Sprintf(" (default tcp_replica + %d)", GossipPortOffset)
+				}
+				c.fail(gkey, "%s duplicates %s already used by %s", what, ep, other)
+			} else {
+				endpoints[ep] = gkey
+			}
+		}
 
 		var catchAll *advertisedHost
 		if n.AdvertisedAddress != "" {

@@ -314,6 +314,11 @@ func TestEveryRuleRefuses(t *testing.T) {
 			n0(c).Ports.QUIC = nil
 		}, "cluster.nodes[0].ports.quic", "only source of ports"},
 		{"port zero", func(c *Config) { clustered(c); n0(c).Ports.HTTP = Port(0) }, "cluster.nodes[0].ports.http", "must not be 0"},
+		{"gossip port zero", func(c *Config) { clustered(c); n0(c).Ports.Gossip = Port(0) }, "cluster.nodes[0].ports.gossip", "must not be 0"},
+		{"gossip default overflows", func(c *Config) { clustered(c); n1(c).Ports.TCPReplica = Port(65000) }, "cluster.nodes[1].ports.gossip", "tcp_replica + 1000 = 66000 exceeds 65535"},
+		{"gossip default collides", func(c *Config) { clustered(c); n1(c).Ports.TCP = Port(10090) }, "cluster.nodes[1].ports.tcp", "duplicates 127.0.0.1:10090 already used by cluster.nodes[0].ports.gossip"},
+		{"gossip explicit collides", func(c *Config) { clustered(c); n1(c).Ports.Gossip = Port(9090) }, "cluster.nodes[1].ports.gossip", "duplicates 127.0.0.1:9090 already used by cluster.nodes[0].ports.tcp_replica"},
+		{"gossip derived collides with explicit", func(c *Config) { clustered(c); n0(c).Ports.Gossip = Port(10091) }, "cluster.nodes[1].ports.gossip", "(default tcp_replica + 1000) duplicates 127.0.0.1:10091"},
 		{"duplicate endpoint", func(c *Config) { clustered(c); n1(c).Ports.TCP = Port(9090) }, "cluster.nodes[1].ports.tcp", "duplicates 127.0.0.1:9090"},
 		{"duplicate endpoint within node", func(c *Config) { clustered(c); n0(c).Ports.HTTP = Port(8090) }, "cluster.nodes[0].ports.http", "duplicates 127.0.0.1:8090"},
 		{"advertised port", func(c *Config) { clustered(c); n0(c).AdvertisedAddress = "node.example:8090" }, "cluster.nodes[0].advertised_address", "without a port"},
@@ -443,5 +448,27 @@ func TestShardCPUsOnThisMachine(t *testing.T) {
 	}
 	if _, err := shard.New[int](rc); err != nil {
 		t.Fatalf("the mapped runtime config is rejected: %v", err)
+	}
+}
+
+func TestGossipPort(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ports NodePorts
+		want  uint16
+		ok    bool
+	}{
+		{"derived", NodePorts{TCPReplica: Port(9090)}, 10090, true},
+		{"explicit wins", NodePorts{TCPReplica: Port(9090), Gossip: Port(7946)}, 7946, true},
+		{"explicit without replica port", NodePorts{Gossip: Port(7946)}, 7946, true},
+		{"derived at the edge", NodePorts{TCPReplica: Port(64535)}, 65535, true},
+		{"derived overflow", NodePorts{TCPReplica: Port(64536)}, 0, false},
+		{"explicit zero", NodePorts{TCPReplica: Port(9090), Gossip: Port(0)}, 0, false},
+		{"nothing", NodePorts{}, 0, false},
+	} {
+		got, ok := ClusterNode{Ports: tc.ports}.GossipPort()
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: GossipPort() = %d, %v; want %d, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
 	}
 }

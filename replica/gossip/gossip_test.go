@@ -1,0 +1,325 @@
+package gossip
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+const (
+	keyA = "gossip-key-A-0123456789abcdefghij"
+	keyB = "gossip-key-B-0123456789abcdefghij"
+)
+
+// testRoster is three members on 127.0.0.1..3 with unknown (0) ports.
+func testRoster() []Peer {
+	var r []Peer
+	for i := 0; i < 3; i++ {
+		r = append(r, Peer{ID: uint8(i), Name: fmt.Sprintf("node-%d", i), Addr: netip.MustParseAddrPort(fmt.Sprintf("127.0.0.%d:0", i+1))})
+	}
+	return r
+}
+
+func fastConfig(t *testing.T, self uint8, roster []Peer, secret string) Config {
+	c := Config{
+		Self: self, Roster: append([]Peer(nil), roster...), ClusterName: "gossip-test",
+		Meta:          Meta{ClientHost: fmt.Sprintf("10.0.0.%d", self+1), TCPPort: 8090 + uint16(self), Status: StatusStarting},
+		ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond,
+		GossipInterval: 20 * time.Millisecond, PushPull: 500 * time.Millisecond,
+		SuspicionMult: 2, RejoinInterval: 200 * time.Millisecond, UpdateTimeout: 5 * time.Second,
+		// Not zaptest: memberlist's timers may still log briefly after
+		// Shutdown returns, which must not write to a finished test.
+		Logger: zap.NewNop(),
+	}
+	if secret != "" {
+		c.Secret = []byte(secret)
+	}
+	return c
+}
+
+// startSeq starts nodes in order, each knowing the actual addresses of the
+// ones before it (ports are chosen by the kernel).
+func startSeq(t *testing.T, mut func(i int, c *Config), n int) []*Gossip {
+	t.Helper()
+	roster := testRoster()[:n]
+	gs := make([]*Gossip, n)
+	for i := 0; i < n; i++ {
+		c := fastConfig(t, uint8(i), roster, keyA)
+		if mut != nil {
+			mut(i, &c)
+		}
+		g, err := Start(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Kill() })
+		gs[i] = g
+		roster[i].Addr = g.LocalAddr()
+	}
+	return gs
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func allAlive(gs []*Gossip, ids ...int) bool {
+	for _, i := range ids {
+		for _, m := range gs[i].Members() {
+			if !contains(ids, int(m.ReplicaID)) {
+				continue
+			}
+			if m.Liveness != LivenessAlive || !m.HasMeta {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func contains(ids []int, id int) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+func TestThreeNodesConverge(t *testing.T) {
+	gs := startSeq(t, nil, 3)
+	eventually(t, "all alive everywhere", func() bool { return allAlive(gs, 0, 1, 2) })
+	for i, g := range gs {
+		ms := g.Members()
+		if len(ms) != 3 {
+			t.Fatalf("node %d sees %d members", i, len(ms))
+		}
+		for j, m := range ms {
+			if m.ReplicaID != uint8(j) || m.Name != fmt.Sprintf("node-%d", j) {
+				t.Errorf("node %d: member %d is %d/%q", i, j, m.ReplicaID, m.Name)
+			}
+			want := Meta{ReplicaID: uint8(j), Name: m.Name, ClientHost: fmt.Sprintf("10.0.0.%d", j+1), TCPPort: 8090 + uint16(j), Status: StatusStarting}
+			if m.Meta != want {
+				t.Errorf("node %d: member %d meta %+v, want %+v", i, j, m.Meta, want)
+			}
+			if m.WireStatus() != StatusStarting {
+				t.Errorf("node %d: member %d wire status %s", i, j, m.WireStatus())
+			}
+			if m.Addr != gs[j].LocalAddr() {
+				t.Errorf("node %d: member %d at %s, it gossips on %s", i, j, m.Addr, gs[j].LocalAddr())
+			}
+		}
+	}
+}
+
+func TestKilledNodeBecomesSuspectThenDead(t *testing.T) {
+	gs := startSeq(t, nil, 3)
+	eventually(t, "convergence", func() bool { return allAlive(gs, 0, 1, 2) })
+	killed := time.Now()
+	if err := gs[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1} {
+		eventually(t, fmt.Sprintf("node %d declares node 2 dead", i), func() bool {
+			m, _ := gs[i].Member(2)
+			return m.Liveness == LivenessDead && m.WireStatus() == StatusUnreachable
+		})
+	}
+	t.Logf("node 2 declared dead %s after the kill", time.Since(killed).Round(time.Millisecond))
+	var sawLeave bool
+	for !sawLeave {
+		select {
+		case e := <-gs[0].Events():
+			sawLeave = e.Kind == EventLeave && e.Member.ReplicaID == 2 && e.Member.Liveness == LivenessDead
+		default:
+			t.Fatal("no leave event for node 2")
+		}
+	}
+	// The survivors still see each other.
+	if !allAlive(gs, 0, 1) {
+		t.Fatal("survivors lost each other")
+	}
+}
+
+// Suspicion is this node's own view: an alive member whose probes stopped
+// being answered. Drive it directly: no ack for longer than SuspectAfter.
+func TestSilentMemberIsSuspect(t *testing.T) {
+	gs := startSeq(t, func(i int, c *Config) { c.SuspectAfter = time.Hour }, 2)
+	eventually(t, "convergence", func() bool { return allAlive(gs, 0, 1) })
+	g := gs[0]
+	g.mu.Lock()
+	g.members["node-1"].lastAck = time.Now().Add(-2 * time.Hour)
+	g.mu.Unlock()
+	m, _ := g.Member(1)
+	if m.Liveness != LivenessSuspect || m.WireStatus() != StatusStarting {
+		t.Fatalf("silent member: %s, wire %s", m.Liveness, m.WireStatus())
+	}
+	// The next answered probe clears it.
+	eventually(t, "probe clears suspicion", func() bool {
+		m, _ := g.Member(1)
+		return m.Liveness == LivenessAlive
+	})
+}
+
+func TestLeaveIsSeenAsLeft(t *testing.T) {
+	gs := startSeq(t, nil, 3)
+	eventually(t, "convergence", func() bool { return allAlive(gs, 0, 1, 2) })
+	if err := gs[1].Close(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 2} {
+		eventually(t, fmt.Sprintf("node %d sees node 1 left", i), func() bool {
+			m, _ := gs[i].Member(1)
+			return m.Liveness == LivenessLeft && m.WireStatus() == StatusUnreachable
+		})
+	}
+}
+
+func TestStatusUpdatesPropagate(t *testing.T) {
+	gs := startSeq(t, nil, 3)
+	eventually(t, "convergence", func() bool { return allAlive(gs, 0, 1, 2) })
+	for _, s := range []Status{StatusHealthy, StatusMaintenance, StatusStopping} {
+		if err := gs[1].SetStatus(s); err != nil {
+			t.Fatal(err)
+		}
+		if m, _ := gs[1].Member(1); m.Meta.Status != s {
+			t.Fatalf("own view not updated: %s", m.Meta.Status)
+		}
+		for _, i := range []int{0, 2} {
+			eventually(t, fmt.Sprintf("node %d sees node 1 %s", i, s), func() bool {
+				m, _ := gs[i].Member(1)
+				return m.Meta.Status == s && m.WireStatus() == s
+			})
+		}
+	}
+	if err := gs[1].SetStatus(StatusUnreachable); err == nil {
+		t.Fatal("announced unreachable")
+	}
+	found := false
+	for len(gs[0].Events()) > 0 && !found {
+		e := <-gs[0].Events()
+		found = e.Kind == EventUpdate && e.Member.ReplicaID == 1 && e.Member.Meta.Status == StatusStopping
+	}
+	if !found {
+		t.Fatal("no update event for node 1's last status")
+	}
+}
+
+func TestWrongKeyCannotJoin(t *testing.T) {
+	gs := startSeq(t, func(i int, c *Config) {
+		if i == 2 {
+			c.Secret = []byte(keyB)
+		}
+	}, 3)
+	eventually(t, "0 and 1 converge", func() bool { return allAlive(gs, 0, 1) })
+	// Node 2 joins 0 and 1 on every rejoin tick; each attempt must fail.
+	eventually(t, "node 2 tried several times", func() bool { return gs[2].Stats().Rejoins >= 3 })
+	if _, err := gs[2].ml.Join([]string{"node-0/" + gs[0].LocalAddr().String()}); err == nil {
+		t.Fatal("join with the wrong key succeeded")
+	}
+	for _, i := range []int{0, 1} {
+		if m, _ := gs[i].Member(2); m.Liveness != LivenessUnknown {
+			t.Fatalf("node %d sees the wrong-key node as %s", i, m.Liveness)
+		}
+	}
+	if m, _ := gs[2].Member(0); m.Liveness != LivenessUnknown {
+		t.Fatalf("the wrong-key node sees node 0 as %s", m.Liveness)
+	}
+}
+
+func TestUnencryptedNodeCannotJoinEncrypted(t *testing.T) {
+	gs := startSeq(t, func(i int, c *Config) {
+		if i == 1 {
+			c.Secret = nil
+		}
+	}, 2)
+	eventually(t, "node 1 tried", func() bool { return gs[1].Stats().Rejoins >= 2 })
+	if _, err := gs[1].ml.Join([]string{"node-0/" + gs[0].LocalAddr().String()}); err == nil {
+		t.Fatal("plaintext join into an encrypted cluster succeeded")
+	}
+	if m, _ := gs[0].Member(1); m.Liveness != LivenessUnknown {
+		t.Fatalf("node 0 sees the plaintext node as %s", m.Liveness)
+	}
+}
+
+// Gossip follows Iggy's three-roll rotation: each node encrypts with its
+// current key and accepts its previous one.
+func TestKeyRotationSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		keys     [3][2]string // current, previous per node
+		converge bool
+	}{
+		{"roll 1 in progress", [3][2]string{{keyA, keyB}, {keyA, ""}, {keyA, ""}}, true},
+		{"roll 2 in progress", [3][2]string{{keyB, keyA}, {keyA, keyB}, {keyA, keyB}}, true},
+		{"roll 3 in progress", [3][2]string{{keyB, ""}, {keyB, keyA}, {keyB, keyA}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := startSeq(t, func(i int, c *Config) {
+				c.Secret = []byte(tc.keys[i][0])
+				if tc.keys[i][1] != "" {
+					c.PreviousSecret = []byte(tc.keys[i][1])
+				}
+			}, 3)
+			eventually(t, "convergence", func() bool { return allAlive(gs, 0, 1, 2) })
+		})
+	}
+}
+
+func TestStrangerIsRefused(t *testing.T) {
+	gs := startSeq(t, nil, 1)
+	// Same key and cluster, but a name the roster does not list.
+	roster := []Peer{{ID: 0, Name: "node-0", Addr: gs[0].LocalAddr()}, {ID: 1, Name: "intruder", Addr: netip.MustParseAddrPort("127.0.0.2:0")}}
+	c := fastConfig(t, 1, roster, keyA)
+	g, err := Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Kill()
+	eventually(t, "intruder refused", func() bool { return gs[0].Stats().Refused >= 1 })
+	for _, m := range gs[0].Members() {
+		if m.Name == "intruder" {
+			t.Fatal("intruder listed")
+		}
+	}
+	if m, _ := gs[0].Member(0); m.Liveness != LivenessAlive {
+		t.Fatalf("self is %s", m.Liveness)
+	}
+}
+
+func TestRestartedNodeRejoins(t *testing.T) {
+	roster := testRoster()[:2]
+	// Node 0 gets a fixed address so the restarted node 1 can find it and
+	// node 0 can rejoin it.
+	c0 := fastConfig(t, 0, roster, keyA)
+	g0, err := Start(c0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g0.Kill()
+	roster[0].Addr = g0.LocalAddr()
+	start1 := func() *Gossip {
+		g, err := Start(fastConfig(t, 1, roster, keyA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g1 := start1()
+	eventually(t, "convergence", func() bool { return allAlive([]*Gossip{g0, g1}, 0, 1) })
+	g1.Kill()
+	eventually(t, "node 1 dead", func() bool { m, _ := g0.Member(1); return m.Liveness == LivenessDead })
+	g1 = start1()
+	defer g1.Kill()
+	eventually(t, "node 1 back", func() bool { return allAlive([]*Gossip{g0, g1}, 0, 1) })
+}
