@@ -7,7 +7,7 @@ BIN     := bin
 # Time each fuzz target runs under `make fuzz` (CI uses the short default).
 FUZZTIME ?= 10s
 
-.PHONY: all build run test test-short vet fmt-check bench fuzz clean
+.PHONY: all build run test test-short vet fmt-check bench bench-storage fuzz clean
 
 all: build
 
@@ -53,3 +53,15 @@ fuzz:
 
 clean:
 	rm -rf $(BIN)
+
+# Storage figures: io_uring vs portable appends and group commit, the
+# journal on top, and the machine's own sequential write bandwidth (dd) to
+# compare with. Temporary files go under /tmp and are removed.
+BENCHTIME ?= 300x
+bench-storage:
+	$(GO) test -run '^$$' -bench 'Append1MB|GroupCommit' -benchtime $(BENCHTIME) -count 3 ./shard/vfs/
+	$(GO) test -run '^$$' -bench 'PartitionAppend1MB' -benchtime $(BENCHTIME) -count 3 ./journal/
+	@f=$$(mktemp /tmp/iggo-dd-XXXXXX); \
+	echo "dd buffered:"; dd if=/dev/zero of=$$f bs=1M count=1024 2>&1 | tail -1; rm -f $$f; \
+	f=$$(mktemp /tmp/iggo-dd-XXXXXX); \
+	echo "dd conv=fdatasync:"; dd if=/dev/zero of=$$f bs=1M count=1024 conv=fdatasync 2>&1 | tail -1; rm -f $$f

@@ -1,0 +1,132 @@
+// Package journal is the durable log of consensus prepares used by iggo's
+// consensus groups: the metadata group's journal and each partition
+// group's prepare journal.
+//
+// It is a top-level package because of what it stores and what it does:
+// it stores consensus prepares, so it cannot live in segment/ (which must
+// not know about consensus), and it does file I/O, so it cannot live in
+// vsr/ (whose core is deterministic and does no I/O). It depends only on
+// shard/vfs for files and on superblock for the checkpoint helper.
+//
+// Entries are opaque bytes identified by op number; the prepare header
+// format belongs to vsr. The journal frames each entry itself so that
+// recovery can tell a torn tail from corruption in the middle without
+// knowing vsr.
+//
+// # Flavours
+//
+// Both share the record format, append, sync, read, truncation, repair and
+// recovery:
+//
+//   - Metadata (OpenMetadata): one file, dir/journal.wal, retaining at most
+//     Slots (journal_slots, 1,024) ops above the last checkpoint. Appending
+//     beyond that is refused with ErrFull; CheckpointDue turns true when
+//     fewer than CheckpointMargin slots remain, so the node checkpoints in
+//     time (WriteSnapshot, superblock, DiscardPrefix; Checkpoint does all
+//     three). DiscardPrefix compacts by rewriting the kept ops into
+//     journal.wal.tmp, fsync, rename, directory fsync.
+//   - Partition (OpenPartition): a directory of files named by their first
+//     op, "%020d.wal", rotated after FileSize bytes (an entry that crosses
+//     it is written whole). DiscardPrefix deletes the files holding only
+//     discarded ops. A byte Budget bounds the files: CheckpointDue turns
+//     true at CheckpointAt of it, and appending beyond it is refused.
+//
+// # File format (little-endian)
+//
+// Every journal file starts with a 64-byte file header:
+//
+//	off  size  field
+//	  0    16  checksum: XXH3-128 of bytes [16, 64), low 64 bits first
+//	 16     8  magic "IGGOJRNL"
+//	 24     2  version = 1
+//	 26     1  kind: 1 metadata, 2 partition
+//	 27     5  reserved, 0
+//	 32     8  first op: the op of the file's first record (0: not yet known,
+//	           a fresh metadata journal); for a partition file it equals the
+//	           op in its name
+//	 40    16  prev link: the link of op first-1 (0: unknown)
+//	 56     8  reserved, 0
+//
+// Records follow back to back from offset 64, each a 96-byte header and
+// the entry bytes:
+//
+//	off  size  field
+//	  0    16  header checksum: XXH3-128 of bytes [16, 96) of the header
+//	 16     4  magic "IGJR"
+//	 20     1  version = 1
+//	 21     1  flags, 0
+//	 22     2  reserved, 0
+//	 24     8  op
+//	 32     8  offset of this record in its file
+//	 40     4  entry length (at most MaxEntry, 64 MiB + 4 KiB by default)
+//	 44     4  reserved, 0
+//	 48     8  synced: every op <= synced was durable (its fdatasync had
+//	           returned) when this record was written
+//	 56    16  entry checksum: XXH3-128 of the entry bytes
+//	 72    16  prev link: the link of the record of op-1 (0: unknown)
+//	 88     8  reserved, 0
+//	 96     -  entry bytes
+//
+// The link of a record is XXH3-128 of (op u64 ‖ entry checksum ‖ prev link):
+// the records form a hash chain that depends only on ops and contents, so
+// compaction (which moves records) and repair (which rewrites one with the
+// same content) keep it, and a repaired run must chain into the record after
+// it. The offset field makes a record valid only where it was written, which
+// catches misdirected writes and keeps record-shaped bytes inside an entry
+// (a client's payload) from passing as a record when recovery probes a
+// damaged span.
+//
+// # Recovery rule
+//
+// Open scans every file: intact records (header checksum, fields, offset,
+// entry checksum) and damaged spans, skipping a damaged span by probing
+// each later byte offset for an intact record. Ops must follow one by one
+// along the chain. At the first damage (a damaged span, a record that does
+// not follow, a file that does not start where the previous one ended) the
+// journal applies the sync-promise rule, as Pebble's WAL does with its sync
+// offsets: it looks at every intact record after the damage, and if any
+// promises (synced field) that an op at or beyond the damage had been
+// synced, the damage is corruption in the middle: the ops up to the next
+// intact record are reported Faulty, kept in the journal as faulty, and the
+// scan goes on. Otherwise it is a torn tail: the damage and everything after
+// it (intact records included) held only unsynced writes, and is cut off.
+//
+// Why this rule and not "a torn tail is damage with no intact record after
+// it" (Iggy 0.9's probe rule): iggo syncs many appends at once (group
+// commit), and the kernel writes them back in any order, so after a power
+// loss an intact unsynced record can follow a torn one. The probe rule
+// would call that corruption and, with no peer to repair from (a single
+// node), refuse to boot after an ordinary power cut. The sync promise tells
+// the two apart whatever the write-back order was. Its limit: damage inside
+// the last synced group, when nothing was appended after that sync, carries
+// no promise and is treated as torn; a replica then forgets those ops as
+// if it had crashed before syncing them. Consensus tolerates that on a
+// minority of replicas.
+//
+// Recovery fdatasyncs every file it keeps (what it read may be unsynced
+// leftovers of a crashed process), rebuilds damaged file headers from the
+// names and records, and returns a Recovery report.
+//
+// # Snapshot file (metadata checkpoints)
+//
+// dir/snapshot.bin is the caller's snapshot bytes followed by a 64-byte
+// trailer:
+//
+//	off  size  field
+//	  0     8  magic "IGGOSNAP"
+//	  8     2  version = 1
+//	 10     6  reserved, 0
+//	 16     8  op the snapshot reflects
+//	 24     8  length of the snapshot bytes (file size - 64)
+//	 32    16  XXH3-128 of the snapshot bytes (the superblock's checkpoint
+//	           checksum)
+//	 48    16  XXH3-128 of trailer bytes [0, 48)
+//
+// # Group commit
+//
+// Append hands the bytes to the kernel (one vectored write per file). For
+// durability either call Sync, or let the shard loop batch many journals:
+// SyncTo adds this journal's fdatasyncs (and the directory sync after a
+// rotation) to a vfs.Batch and returns a ticket; after the batch is
+// submitted without error, SyncDone(ticket) advances Synced.
+package journal

@@ -1,0 +1,103 @@
+//go:build linux
+
+package vfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// TestRingSharedAcrossGoroutines checks the guard: misuse of one ring from
+// several goroutines at once is serialised, not corrupting.
+func TestRingSharedAcrossGoroutines(t *testing.T) {
+	r, err := NewRing(32)
+	must(t, err)
+	defer r.Close()
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			f, err := r.OpenFile(filepath.Join(dir, fmt.Sprint(g)), O_RDWR|O_CREATE, 0o644)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			p := bytes.Repeat([]byte{byte(g)}, 10000)
+			for i := 0; i < 50; i++ {
+				if _, err := f.WritevAt([][]byte{p[:3000], p[3000:]}, int64(i*len(p))); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%10 == 0 {
+					if err := f.Datasync(); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+			got := make([]byte, 50*len(p))
+			if n, err := f.ReadAt(got, 0); n != len(got) || err != nil {
+				t.Errorf("read %d: %v", n, err)
+				return
+			}
+			if !bytes.Equal(got, bytes.Repeat([]byte{byte(g)}, len(got))) {
+				t.Errorf("goroutine %d read foreign bytes", g)
+			}
+		}(g)
+	}
+	wg.Wait()
+}
+
+// TestRingBatchLargerThanQueue submits more operations than the submission
+// queue holds in one batch.
+func TestRingBatchLargerThanQueue(t *testing.T) {
+	r, err := NewRing(8)
+	must(t, err)
+	defer r.Close()
+	dir := t.TempDir()
+	var b Batch
+	var files []File
+	for i := 0; i < 20; i++ {
+		f, err := r.OpenFile(filepath.Join(dir, fmt.Sprint(i)), O_RDWR|O_CREATE, 0o644)
+		must(t, err)
+		defer f.Close()
+		files = append(files, f)
+		for k := 0; k < 5; k++ {
+			b.WriteAt(f, []byte{byte(i), byte(k)}, int64(2*k))
+		}
+		b.Datasync(f)
+	}
+	b.SyncDir(dir)
+	must(t, r.Submit(&b))
+	for i, f := range files {
+		got := make([]byte, 10)
+		if _, err := f.ReadAt(got, 0); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < 5; k++ {
+			if got[2*k] != byte(i) || got[2*k+1] != byte(k) {
+				t.Fatalf("file %d: %v", i, got)
+			}
+		}
+	}
+}
+
+func TestRingClosed(t *testing.T) {
+	r, err := NewRing(8)
+	must(t, err)
+	f, err := r.OpenFile(filepath.Join(t.TempDir(), "x"), O_RDWR|O_CREATE, 0o644)
+	must(t, err)
+	defer f.Close()
+	must(t, r.Close())
+	must(t, r.Close())
+	if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("write on a closed ring: %v", err)
+	}
+}

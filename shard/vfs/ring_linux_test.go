@@ -1,0 +1,17 @@
+//go:build linux
+
+package vfs
+
+import "testing"
+
+func ringImpls() []impl {
+	return []impl{{"io_uring", func(t *testing.T, clamp func(int) int) (FS, string) {
+		r, err := NewRing(256)
+		if err != nil {
+			t.Fatalf("io_uring is required on this machine for the io_uring conformance run: %v", err)
+		}
+		r.clamp = clamp
+		t.Cleanup(func() { r.Close() })
+		return r, t.TempDir()
+	}}}
+}
