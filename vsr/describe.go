@@ -1,0 +1,50 @@
+package vsr
+
+import "fmt"
+
+// DescribeControl renders the command-specific fields of a header for traces
+// and logs (one line, stable format; golden tests depend on it).
+func DescribeControl(h *Header) string {
+	switch h.Command() {
+	case CmdPrepare:
+		return fmt.Sprintf("op=%d commit=%d id=%s parent=%s", h.Op(), h.Commit(), h.Identity(), h.Parent())
+	case CmdPrepareOk:
+		return fmt.Sprintf("op=%d id=%s", h.ctlA(), h.ctlChecksum())
+	case CmdCommit:
+		return fmt.Sprintf("commit=%d op=%d beat=%d", h.ctlA(), h.ctlB(), h.ctlC())
+	case CmdStartViewChange:
+		return ""
+	case CmdDoViewChange:
+		return fmt.Sprintf("log_view=%d commit=%d op=%d nack=%s present=%s%s", h.dvcLogView(), h.ctlA(), h.ctlB(),
+			bitString(h.bits(offDVCNack), int(h.ctlB()-min(h.ctlA(), h.ctlB()))),
+			bitString(h.bits(offDVCPresent), int(h.ctlB()-min(h.ctlA(), h.ctlB()))),
+			map[bool]string{true: " nackless", false: ""}[h.dvcFlags()&dvcFlagNackless != 0])
+	case CmdStartView:
+		return fmt.Sprintf("commit=%d op=%d nonce=%d", h.ctlA(), h.ctlB(), h.ctlC())
+	case CmdRequestStartView:
+		return fmt.Sprintf("nonce=%d", h.nonce())
+	case CmdRequestPrepares:
+		return fmt.Sprintf("ops=%d..%d", h.rangeLo(), h.rangeHi())
+	case CmdRangeEvicted:
+		return fmt.Sprintf("floor=%d", h.rangeLo())
+	case CmdRequestManifest:
+		return ""
+	case CmdManifest:
+		return fmt.Sprintf("checkpoint=%d artifacts=%d", h.rangeLo(), h.u32(112))
+	case CmdRequestChunk, CmdChunk:
+		return fmt.Sprintf("checkpoint=%d artifact=%d offset=%d len=%d", h.rangeLo(), h.count32(), h.rangeHi(), h.chunkLen())
+	}
+	return ""
+}
+
+// bitString renders the first n bits, highest op first (bit 0 is the head).
+func bitString(b bitset128, n int) string {
+	s := make([]byte, n)
+	for i := 0; i < n; i++ {
+		s[i] = '0'
+		if b.has(i) {
+			s[i] = '1'
+		}
+	}
+	return string(s)
+}
