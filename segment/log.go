@@ -87,10 +87,10 @@ type Log struct {
 	dir string
 	cfg Config
 
+	// segs is never emptied once it has a segment (purge and retention
+	// leave an empty one at the next offset), so a log without segments has
+	// never been appended to and starts at offset 0.
 	segs []*segment
-	// emptyNext is the next offset when there is no segment at all (a
-	// directory never appended to): always 0, since purge leaves a segment.
-	emptyNext uint64
 
 	err      error // sticky ErrFailed
 	closed   bool
@@ -127,14 +127,14 @@ func (l *Log) NextOffset() uint64 {
 	if s := l.last(); s != nil {
 		return s.next
 	}
-	return l.emptyNext
+	return 0
 }
 
 // FirstOffset is the lowest stored offset, or NextOffset when the log holds
 // no message.
 func (l *Log) FirstOffset() uint64 {
 	if len(l.segs) == 0 {
-		return l.emptyNext
+		return 0
 	}
 	return l.segs[0].start
 }
@@ -166,7 +166,7 @@ func (l *Log) DurableNextOffset() uint64 {
 	if s := l.last(); s != nil {
 		return s.syncedNext
 	}
-	return l.emptyNext
+	return 0
 }
 
 // SegmentInfo describes one segment.

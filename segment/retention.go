@@ -145,13 +145,13 @@ func (l *Log) Purge(next uint64) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
 	}
-	for i, s := range l.segs {
+	// On failure l.segs is left as it was: the log is failed and its
+	// accessors keep reporting the offsets it had.
+	for _, s := range l.segs {
 		if err := l.removeSegment(s); err != nil {
-			l.segs = l.segs[i:]
 			return l.fail(err)
 		}
 	}
-	l.segs = nil
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
 	}
