@@ -136,6 +136,9 @@ func (t *txn) authorize(m Meta, c Command) wire.Code {
 	onUser := func(a Action, id Identifier) wire.Code {
 		target := s.ResolveUser(id)
 		if target == nil {
+			// Unlike streams and topics, a missing user is reported as
+			// not found only to those allowed to manage users, so the
+			// self-service path does not probe for usernames.
 			return allow(a, 0, 0)
 		}
 		if s.AllowedOnUser(m.UserID, a, target.ID) {

@@ -49,6 +49,28 @@ var TopicOptionCatalog = append(slices.Clone(wire.TopicOptionCatalog),
 		Description: "When a consumer offset store is acknowledged: replicated or persisted; enforce_fsync=true means persisted"},
 )
 
+// sharedValues holds one copy of every catalog key and canonical string
+// value. Stored options are read-only, so every topic can point at the
+// same bytes instead of allocating its own ten keys.
+var sharedValues = func() map[string]wire.HeaderValue {
+	m := map[string]wire.HeaderValue{}
+	for _, s := range TopicOptionCatalog {
+		m[s.Key] = wire.StringValue(s.Key)
+	}
+	for _, v := range []string{"none", "gzip", DurabilityReplicated.String(), DurabilityPersisted.String()} {
+		m[v] = wire.StringValue(v)
+	}
+	return m
+}()
+
+// sharedString returns the shared string value for s when there is one.
+func sharedString(s string) wire.HeaderValue {
+	if v, ok := sharedValues[s]; ok {
+		return v
+	}
+	return wire.StringValue(s)
+}
+
 func topicOptionSpec(key string) (wire.OptionSpec, bool) {
 	for _, s := range TopicOptionCatalog {
 		if s.Key == key {
@@ -255,9 +277,9 @@ func splitTopicOptions(c TopicConfig, explicit map[string]bool) (ex, de wire.Opt
 		var v wire.HeaderValue
 		switch s.Key {
 		case wire.OptCompressionAlgorithm:
-			v = wire.StringValue("none")
+			v = sharedString("none")
 			if c.CompressionAlgorithm == wire.CompressionGzip {
-				v = wire.StringValue("gzip")
+				v = sharedString("gzip")
 			}
 		case wire.OptMessageExpiry:
 			v = wire.Uint64Value(c.MessageExpiry)
@@ -274,13 +296,13 @@ func splitTopicOptions(c TopicConfig, explicit map[string]bool) (ex, de wire.Opt
 		case wire.OptPreallocateSegments:
 			v = wire.BoolValue(c.PreallocateSegments)
 		case OptDurability:
-			v = wire.StringValue(c.Durability.String())
+			v = sharedString(c.Durability.String())
 		case OptConsumerOffsetDurability:
-			v = wire.StringValue(c.ConsumerOffsetDurability.String())
+			v = sharedString(c.ConsumerOffsetDurability.String())
 		default:
 			panic("metadata: topic option catalog key without an encoder: " + s.Key)
 		}
-		e := wire.HeaderEntry{Key: wire.StringValue(s.Key), Value: v}
+		e := wire.HeaderEntry{Key: sharedString(s.Key), Value: v}
 		if explicit[s.Key] {
 			ex = append(ex, e)
 		} else {

@@ -303,7 +303,11 @@ func (r *reader) options() wire.Options {
 			r.fail("option %q: kind %d, %d value bytes", key, kind, len(val))
 			return nil
 		}
-		out = append(out, wire.HeaderEntry{Key: wire.StringValue(key), Value: wire.HeaderValue{Kind: kind, Value: slices.Clone(val)}})
+		value := wire.HeaderValue{Kind: kind, Value: slices.Clone(val)}
+		if kind == wire.KindString {
+			value = sharedString(string(val))
+		}
+		out = append(out, wire.HeaderEntry{Key: sharedString(key), Value: value})
 	}
 	return out
 }
