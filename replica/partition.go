@@ -694,27 +694,36 @@ func (p *partition) poll(t *task) {
 	if cap(t.buf) < size {
 		t.buf = make([]byte, size)
 	}
-	buf := t.buf[:cap(t.buf)]
-	if len(buf) > limit {
-		buf = buf[:limit]
-	}
-	var res segment.ReadResult
-	var err error
-	for {
-		res, err = p.seg.Read(buf, segment.ReadRequest{From: start, MaxMessages: t.count})
+	buf := t.buf[:min(cap(t.buf), limit)]
+	// Read whole records until count messages are covered, the log ends or
+	// the reply would outgrow the frame limit; the buffer grows as needed.
+	total, next, got := 0, start, uint64(0)
+	for got < uint64(t.count) && next <= r.current {
+		if len(buf)-total < 4096 && len(buf) < limit {
+			buf = growBuffer(buf, total, min(limit, 2*len(buf)))
+		}
+		res, err := p.seg.Read(buf[total:], segment.ReadRequest{From: next, MaxMessages: uint32(uint64(t.count) - got)})
 		var small *segment.BufferTooSmallError
-		if errors.As(err, &small) && small.Need <= limit {
-			t.buf = make([]byte, small.Need)
-			buf = t.buf
+		if errors.As(err, &small) {
+			if total+small.Need > limit {
+				break
+			}
+			buf = growBuffer(buf, total, min(limit, max(2*len(buf), total+small.Need)))
 			continue
 		}
-		break
+		if err != nil {
+			p.readFailed(t, err)
+			return
+		}
+		if res.N == 0 {
+			break
+		}
+		total += res.N
+		got += res.Messages
+		next = res.NextOffset
 	}
-	if err != nil {
-		p.readFailed(t, err)
-		return
-	}
-	rest := buf[:res.N]
+	t.buf = buf[:0]
+	rest := buf[:total]
 	from := start
 	remaining := t.count
 	hdr := 0
@@ -755,6 +764,16 @@ func (p *partition) poll(t *task) {
 		from = max(from, base) + uint64(s.Count)
 	}
 	r.lastOffset = from - 1
+}
+
+// growBuffer returns a buffer of size n holding buf[:keep].
+func growBuffer(buf []byte, keep, n int) []byte {
+	if n <= len(buf) {
+		return buf
+	}
+	nb := make([]byte, n)
+	copy(nb, buf[:keep])
+	return nb
 }
 
 func (p *partition) readFailed(t *task, err error) {
