@@ -240,4 +240,3 @@ func verifyAcked(t *testing.T, c *client.Client, topics map[string]string, acked
 		}
 	}
 }
-
