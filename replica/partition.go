@@ -418,7 +418,8 @@ type partitionCheckpoint struct {
 
 func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 	var c partitionCheckpoint
-	if len(b) < 44+16 || !bytes.Equal(b[:8], []byte(partitionCkptMagic)) || binary.LittleEndian.Uint32(b[8:]) != 1 {
+	if len(b) < 44+16 || !bytes.Equal(b[:8], []byte(partitionCkptMagic)) || binary.LittleEndian.Uint32(b[8:]) != 1 ||
+		binary.LittleEndian.Uint32(b[12:]) != 0 {
 		return c, fmt.Errorf("%w: header", errCheckpoint)
 	}
 	end := len(b) - 16
@@ -434,9 +435,18 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 	c.next = binary.LittleEndian.Uint64(b[24:])
 	c.purgeGen = binary.LittleEndian.Uint64(b[32:])
 	c.offsets = make(map[offsetKey]uint64, n)
+	var prev uint64
 	for i := 0; i < n; i++ {
 		e := b[44+13*i:]
-		c.offsets[offsetKey{kind: e[0], id: binary.LittleEndian.Uint32(e[1:])}] = binary.LittleEndian.Uint64(e[5:])
+		k := offsetKey{kind: e[0], id: binary.LittleEndian.Uint32(e[1:])}
+		// Canonical: strictly ascending (kind, id), so every state has one
+		// encoding.
+		ord := uint64(k.kind)<<32 | uint64(k.id)
+		if i > 0 && ord <= prev {
+			return c, fmt.Errorf("%w: entries out of order", errCheckpoint)
+		}
+		prev = ord
+		c.offsets[k] = binary.LittleEndian.Uint64(e[5:])
 	}
 	c.sum = sum
 	return c, nil
@@ -544,10 +554,18 @@ func readPurgeGen(fsys vfs.FS, dir string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(b) != 16 || xxh3.Hash(b[:8]) != binary.LittleEndian.Uint64(b[8:]) {
+	gen, ok := decodePurgeGen(b)
+	if !ok {
 		return 0, fmt.Errorf("replica: %s: damaged purge generation", filepath.Join(dir, purgeGenFile))
 	}
-	return binary.LittleEndian.Uint64(b), nil
+	return gen, nil
+}
+
+func decodePurgeGen(b []byte) (uint64, bool) {
+	if len(b) != 16 || xxh3.Hash(b[:8]) != binary.LittleEndian.Uint64(b[8:]) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b), true
 }
 
 func writePurgeGen(fsys vfs.FS, dir string, gen uint64) error {

@@ -88,7 +88,12 @@ func (v *viewState) readSlot(slot int) (uint64, []byte, bool) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, nil, false
 	}
-	b = b[:n]
+	return decodeViewSlot(b[:n], slot)
+}
+
+// decodeViewSlot checks one slot's bytes; ok is false for anything but a
+// whole, verified record written for that slot.
+func decodeViewSlot(b []byte, slot int) (uint64, []byte, bool) {
 	if len(b) < viewStateHeader+16 || !bytes.Equal(b[:8], []byte(viewStateMagic)) {
 		return 0, nil, false
 	}
@@ -96,6 +101,11 @@ func (v *viewState) readSlot(slot int) (uint64, []byte, bool) {
 	size := int(binary.LittleEndian.Uint32(b[16:]))
 	if seq == 0 || int(seq%2) != slot || size > viewStateSlot-viewStateHeader-16 || len(b) < viewStateHeader+size+16 {
 		return 0, nil, false
+	}
+	for _, x := range b[20:viewStateHeader] {
+		if x != 0 {
+			return 0, nil, false
+		}
 	}
 	end := viewStateHeader + size
 	sum := xxh3.Hash128(b[:end])
