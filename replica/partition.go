@@ -90,6 +90,7 @@ type partition struct {
 
 	pending      [][]byte // stamped records awaiting their segment write
 	queued       bool
+	syncWanted   bool // queued for a segment sync in the next group commit
 	unsyncedMsgs uint64
 	unsyncedSize uint64
 	avgRecord    float64

@@ -101,6 +101,7 @@ type shardLoop struct {
 	dirty      []*group
 	syncGroups []*group
 	segQueue   []*partition
+	segSyncs   []*partition
 	batch      vfs.Batch
 	deliver    []*task
 	callbacks  []*task
@@ -269,11 +270,13 @@ func (sh *shardLoop) drive() {
 			for _, g := range sh.syncGroups {
 				g.ticket = g.j.SyncTo(&sh.batch)
 			}
+			plans := sh.addSegmentSyncs()
 			var err error
 			if !sh.batch.Empty() {
 				err = sh.fs.Submit(&sh.batch)
 			}
 			sh.batch.Reset()
+			completeSegmentSyncs(plans, err)
 			groups := sh.syncGroups
 			sh.syncGroups = nil
 			for _, g := range groups {
@@ -317,21 +320,6 @@ func (sh *shardLoop) flushSegments() {
 			}
 			st = append(st, staged{p, s.Records})
 		}
-		type planned struct {
-			p    *partition
-			plan segment.SyncPlan
-		}
-		var plans []planned
-		for _, s := range st {
-			p := s.p
-			if p.msgDurability == metadata.DurabilityPersisted &&
-				(p.unsyncedMsgs >= uint64(p.flushMessages) || p.unsyncedSize >= p.flushBytes) {
-				if plan, err := p.seg.PlanSync(); err == nil {
-					plan.AddTo(&sh.batch)
-					plans = append(plans, planned{p, plan})
-				}
-			}
-		}
 		var err error
 		if !sh.batch.Empty() {
 			err = sh.fs.Submit(&sh.batch)
@@ -355,14 +343,52 @@ func (sh *shardLoop) flushSegments() {
 				p.pending = nil
 			}
 			p.publish()
-		}
-		for _, pl := range plans {
-			if cerr := pl.p.seg.CompleteSync(pl.plan, err); cerr != nil {
-				pl.p.g.fail(fmt.Errorf("segment sync: %w", cerr))
-				continue
+			if p.msgDurability == metadata.DurabilityPersisted && !p.syncWanted &&
+				(p.unsyncedMsgs >= uint64(p.flushMessages) || p.unsyncedSize >= p.flushBytes) {
+				p.syncWanted = true
+				sh.segSyncs = append(sh.segSyncs, p)
 			}
-			pl.p.unsyncedMsgs, pl.p.unsyncedSize = 0, 0
 		}
+	}
+}
+
+// addSegmentSyncs puts the segment syncs persisted topics' flush
+// thresholds asked for into the group commit that is about to run, so they
+// share its submission instead of adding a round trip to an ack. They are
+// not needed for durability (the journal has every acknowledged op); they
+// bound how much a restart re-hashes and replays.
+func (sh *shardLoop) addSegmentSyncs() []plannedSync {
+	var out []plannedSync
+	for _, p := range sh.segSyncs {
+		p.syncWanted = false
+		if p.g.failed != nil || p.g.closed {
+			continue
+		}
+		plan, err := p.seg.PlanSync()
+		if err != nil {
+			p.g.fail(fmt.Errorf("segment sync plan: %w", err))
+			continue
+		}
+		plan.AddTo(&sh.batch)
+		out = append(out, plannedSync{p: p, plan: plan})
+	}
+	clear(sh.segSyncs)
+	sh.segSyncs = sh.segSyncs[:0]
+	return out
+}
+
+type plannedSync struct {
+	p    *partition
+	plan segment.SyncPlan
+}
+
+func completeSegmentSyncs(plans []plannedSync, err error) {
+	for _, pl := range plans {
+		if cerr := pl.p.seg.CompleteSync(pl.plan, err); cerr != nil {
+			pl.p.g.fail(fmt.Errorf("segment sync: %w", cerr))
+			continue
+		}
+		pl.p.unsyncedMsgs, pl.p.unsyncedSize = 0, 0
 	}
 }
 

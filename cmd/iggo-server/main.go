@@ -7,6 +7,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -48,6 +50,12 @@ func run() int {
 	}
 	defer closeLog()
 	defer func() { _ = log.Sync() }()
+	// IGGO_PPROF=host:port serves Go's profiler (development only; never
+	// enabled by default).
+	if addr := os.Getenv("IGGO_PPROF"); addr != "" {
+		go func() { log.Warn("pprof listener stopped", zap.Error(http.ListenAndServe(addr, nil))) }()
+		log.Warn("pprof enabled", zap.String("address", addr))
+	}
 	for _, w := range warnings {
 		log.Warn("configuration", zap.String("warning", w))
 	}
