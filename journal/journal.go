@@ -182,7 +182,9 @@ func OpenMetadata(fsys vfs.FS, dir string, opts MetadataOptions) (*Journal, *Rec
 }
 
 // OpenPartition opens (creating if needed) a partition prepare journal in
-// dir and recovers it.
+// dir and recovers it. Ops at or below the last DiscardPrefix that share a
+// file with kept ops are still on disk and come back as held; the caller
+// calls DiscardPrefix(checkpoint op) again after opening.
 func OpenPartition(fsys vfs.FS, dir string, opts PartitionOptions) (*Journal, *Recovery, error) {
 	j := &Journal{fs: fsys, dir: dir, kind: kindPartition,
 		budget: opts.Budget, fileSize: opts.FileSize, maxEntry: opts.MaxEntry}

@@ -248,7 +248,8 @@ type Superblock struct {
 }
 
 // Format creates the superblock of a fresh group in dir with st as
-// sequence 1 and returns it open. It refuses if one exists.
+// sequence 1 and returns it open. It refuses if one exists. dir must exist
+// and its own entry must be durable (vfs.MkdirAllSync).
 func Format(fsys vfs.FS, dir string, st State) (*Superblock, error) {
 	if err := st.validate(); err != nil {
 		return nil, err

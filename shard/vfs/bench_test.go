@@ -14,6 +14,11 @@ func benchFS(b *testing.B) map[string]FS {
 		b.Cleanup(func() { r.Close() })
 		out["io_uring"] = r
 	}
+	if r, err := NewRing(DefaultRingEntries); err == nil {
+		b.Cleanup(func() { r.Close() })
+		r.SetInlineWrites(true)
+		out["io_uring-inline"] = r
+	}
 	return out
 }
 
@@ -37,7 +42,7 @@ const wrapAt = 512 << 20
 // vectored write each) sequentially, buffered or with an fdatasync per
 // batch. MB/s is the figure to compare with dd.
 func BenchmarkAppend1MB(b *testing.B) {
-	for _, name := range []string{"io_uring", "portable"} {
+	for _, name := range []string{"io_uring", "io_uring-inline", "portable"} {
 		for _, sync := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/fdatasync=%v", name, sync), func(b *testing.B) {
 				fsys, ok := benchFS(b)[name]
@@ -89,7 +94,7 @@ func BenchmarkAppend1MB(b *testing.B) {
 // one submission of 8 writes, one of 8 fdatasyncs); "naive" writes and
 // syncs file by file. ns/op is per round of 8 writes.
 func BenchmarkGroupCommit(b *testing.B) {
-	for _, name := range []string{"io_uring", "portable"} {
+	for _, name := range []string{"io_uring", "io_uring-inline", "portable"} {
 		for _, mode := range []string{"batch", "naive"} {
 			b.Run(name+"/"+mode, func(b *testing.B) {
 				fsys, ok := benchFS(b)[name]

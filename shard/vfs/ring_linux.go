@@ -45,6 +45,21 @@ type Ring struct {
 	broken  error
 	cqes    []*giouring.CompletionQueueEvent
 	clamp   func(int) int // tests: shorten reported write completions
+	// inlineWrites: buffered writes are made with pwritev by the calling
+	// thread instead of on the ring (see Options.InlineWrites).
+	inlineWrites bool
+}
+
+// SetInlineWrites makes the ring's files write with pwritev in the calling
+// thread while reads and syncs stay on the ring. On filesystems that cannot
+// do buffered writes without blocking (ext4 on the kernels seen so far),
+// io_uring hands every buffered write to a kernel worker thread; a shard
+// that waits for the write anyway then pays two context switches and the
+// worker's scheduling delay for nothing. Syncs keep the ring's parallelism.
+func (r *Ring) SetInlineWrites(on bool) {
+	r.mu.Lock()
+	r.inlineWrites = on
+	r.mu.Unlock()
 }
 
 // NewRing sets up a ring with the given submission queue size (rounded up
@@ -343,9 +358,12 @@ func (r *Ring) Submit(b *Batch) error {
 	var wops []*ringOp
 	spans := make([]span, len(b.writes))
 	foreign := map[int]bool{}
+	r.mu.Lock()
+	inline := r.inlineWrites
+	r.mu.Unlock()
 	for i, w := range b.writes {
 		rf, ok := w.File.(*ringFile)
-		if !ok || rf.r != r || rf.closed {
+		if !ok || rf.r != r || rf.closed || inline {
 			foreign[i] = true
 			continue
 		}
@@ -469,6 +487,12 @@ func (rf *ringFile) WritevAt(bufs [][]byte, off int64) (int, error) {
 	}
 	if off < 0 {
 		return 0, &fs.PathError{Op: "write", Path: rf.f.Name(), Err: unix.EINVAL}
+	}
+	rf.r.mu.Lock()
+	inline := rf.r.inlineWrites
+	rf.r.mu.Unlock()
+	if inline {
+		return (&osFile{f: rf.f, clamp: rf.r.clamp}).WritevAt(bufs, off)
 	}
 	ops := writeOps(rf.fd, bufs, off)
 	if len(ops) == 0 {

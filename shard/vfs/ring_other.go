@@ -21,3 +21,6 @@ func NewRing(entries uint32) (*Ring, error) {
 func (r *Ring) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	return r.OS.OpenFile(name, flag, perm)
 }
+
+// SetInlineWrites exists for symmetry with Linux.
+func (r *Ring) SetInlineWrites(bool) {}

@@ -29,6 +29,10 @@ type Options struct {
 	Entries uint32
 	// Portable skips io_uring (configuration or tests).
 	Portable bool
+	// InlineWrites makes an io_uring filesystem write buffered data with
+	// pwritev in the calling thread and keep the ring for reads and syncs
+	// (Ring.SetInlineWrites explains when that is faster).
+	InlineWrites bool
 }
 
 // Choice says which implementation Open chose and, for the portable one,
@@ -54,6 +58,7 @@ func Open(opts Options) (ShardFS, Choice, error) {
 	}
 	r, err := NewRing(opts.Entries)
 	if err == nil {
+		r.SetInlineWrites(opts.InlineWrites)
 		return r, Choice{Impl: ImplIOUring}, nil
 	}
 	if denied(err) {
