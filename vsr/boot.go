@@ -175,39 +175,88 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 	if len(entries) == 0 || cut <= r.checkpoint {
 		// Nothing beyond the checkpoint: start the journal afresh after it.
 		if len(entries) > 0 {
-			r.journalOp(JournalOp{Kind: JournalDiscard, Op: max(r.checkpoint, jHead)})
+			if jHead > r.checkpoint {
+				r.journalOp(JournalOp{Kind: JournalTruncate, Op: r.checkpoint})
+			}
+			r.journalOp(JournalOp{Kind: JournalDiscard, Op: r.checkpoint})
 		} else if r.checkpoint > 0 {
 			r.journalOp(JournalOp{Kind: JournalDiscard, Op: r.checkpoint})
 		}
 		r.journalHead, r.durableHead, r.journalFloor, r.op = r.checkpoint, r.checkpoint, 0, r.checkpoint
 		r.discarded = r.checkpoint
+		r.baseOp, r.baseID = r.checkpoint, r.checkpointID
 		r.loadViewHeaders(s, r.checkpoint)
 		r.commitMax = max(r.commitMax, min(committed, r.checkpoint), s.Commit)
 		return uncertain, nil
 	}
 
-	// The highest journal op that matches the view headers (their anchor or
-	// one of their headers) proves the prefix below it canonical.
-	k := min(cut, committed)
-	vhHead := s.head()
-	for x := min(cut, vhHead); x >= max(s.Commit, jFloor) && x > 0; x-- {
-		h := at(x)
-		if h == nil {
-			continue
+	// The highest journal op that matches the view headers (their anchor —
+	// op 0, the root, for a replica that never adopted a StartView — or one of
+	// their headers) proves the prefix below it canonical. A replica that was
+	// normal in its log_view and whose journal reaches the top of its view
+	// headers wrote everything above them in that view (prepared in that
+	// view): canonical.
+	// Whatever else is truncated is either provably not canonical (it
+	// conflicts with the view headers: it predates the view's adoption, so it
+	// was never acknowledged in log_view) or at most the anchor (committed,
+	// so never subject to a nack).
+	journalID := func(x uint64) (Checksum, bool) {
+		if x == 0 {
+			return Checksum{}, true
 		}
-		var want Checksum
-		if x == s.Commit {
-			want = s.CommitID
-		} else {
-			want = s.Headers[vhHead-x].Identity()
-		}
-		if h.Identity() == want {
-			if r.logView == r.view && x == vhHead {
-				k = cut // normal when it stopped: the journal extends its view headers
-			} else {
-				k = max(k, x)
+		if x <= cut {
+			if h := at(x); h != nil {
+				return h.Identity(), true
 			}
-			break
+		}
+		if x+1 <= cut {
+			if h := at(x + 1); h != nil {
+				return h.Parent(), true
+			}
+		}
+		return Checksum{}, false
+	}
+	k := max(r.checkpoint, min(cut, committed))
+	vhHead := s.head()
+	vhID := func(x uint64) Checksum {
+		if x == s.Commit {
+			return s.CommitID
+		}
+		return s.Headers[vhHead-x].Identity()
+	}
+	extendFrom, extend := uint64(0), false
+	if r.logView == r.view {
+		if id, ok := journalID(vhHead); ok && id == vhID(vhHead) {
+			extendFrom, extend = vhHead, true
+		} else if !ok && vhHead <= r.checkpoint {
+			// The view headers lie inside the checkpoint, below the journal:
+			// a journal that chains to the checkpoint continues them.
+			if id, ok := journalID(r.checkpoint); ok && id == r.checkpointID {
+				extendFrom, extend = r.checkpoint, true
+			}
+		}
+	}
+	if extend {
+		// Above its view headers a replica only ever journals ops the
+		// primary prepared in that view; an older entry there is a leftover
+		// whose truncation did not survive the crash.
+		x := extendFrom
+		if x+1 < jFloor && jFloor-1 <= r.checkpoint {
+			x = jFloor - 1 // the discarded prefix is inside the checkpoint
+		}
+		for x < cut && at(x+1) != nil && at(x+1).PrepareView() == r.logView {
+			x++
+		}
+		k = max(k, x)
+	} else {
+		for x := min(cut, vhHead); x+1 > s.Commit; x-- {
+			if have, ok := journalID(x); ok && have == vhID(x) {
+				k = max(k, x)
+				break
+			}
+			if x == 0 {
+				break
+			}
 		}
 	}
 	if r.solo() {

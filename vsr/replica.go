@@ -100,6 +100,11 @@ type Replica struct {
 	checkpoint   uint64
 	checkpointID Checksum
 	checkpointTS uint64
+	// baseOp/baseID: the op below the first op of a journal that was reset
+	// (state transfer, or a boot that dropped the journal), whose header the
+	// replica may not hold.
+	baseOp       uint64
+	baseID       Checksum
 	ckptBusy     bool
 	ckptFresh    bool // a checkpoint request waits in Ready: apply nothing more
 	resume       bool // Ready released a checkpoint hold: pump on the next HasReady
@@ -110,6 +115,7 @@ type Replica struct {
 	manifest     *Manifest
 	lastTS       uint64
 	cachedBytes  int
+	readRetry    uint64 // tick before which failed reads are not retried
 
 	ackDirty            bool   // a cumulative PrepareOk is owed
 	primaryHead         uint64 // the primary's head as its heartbeats report it
@@ -129,6 +135,7 @@ type Replica struct {
 	svcFrom      []bool
 	dvcs         []*dvcVote
 	primaryReady bool // primary-elect adopted the merged log, repairing
+	campaigning  bool // this replica wants a new view (its vote follows the highest target)
 
 	probes int
 
@@ -511,6 +518,9 @@ func (r *Replica) identityOf(op uint64) (Checksum, bool) {
 	if op == r.checkpoint {
 		return r.checkpointID, true
 	}
+	if op == r.baseOp && op != 0 {
+		return r.baseID, true
+	}
 	if op == r.vhCommit {
 		return r.vhCommitID, true
 	}
@@ -553,6 +563,9 @@ func (r *Replica) truncateAbove(keep uint64) {
 		r.journalHead = keep
 		if r.durableHead > keep {
 			r.durableHead = keep
+		}
+		if keep < r.journalFloor {
+			r.journalFloor = 0
 		}
 	}
 	if r.anchorOp > keep && r.anchorOp > r.commitMax {

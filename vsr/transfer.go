@@ -380,6 +380,7 @@ func (r *Replica) InstallDone(op uint64, err error) {
 	r.commitMin = man.Op
 	r.commitMax = max(r.commitMax, man.Op)
 	r.checkpoint, r.checkpointID, r.checkpointTS = man.Op, man.Identity, man.Timestamp
+	r.baseOp, r.baseID = man.Op, man.Identity
 	r.manifest = &man
 	r.lastTS = max(r.lastTS, man.Timestamp)
 	if r.op < man.Op {

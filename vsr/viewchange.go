@@ -62,9 +62,11 @@ func (r *Replica) svcMessage(view uint32) Message {
 // quorum campaigns for the same view, so one replica that cannot hear the
 // primary (a one-way partition) cannot depose it alone.
 func (r *Replica) voteViewChange(target uint32) {
-	if r.solo() || r.status == statusRecoveringHead || target <= r.view {
+	if r.solo() || r.status == statusRecoveringHead {
 		return
 	}
+	target = max(target, r.view+1, r.svcView)
+	r.campaigning = true
 	if target > r.svcView {
 		r.svcView = target
 		clear(r.svcFrom)
@@ -98,6 +100,12 @@ func (r *Replica) onStartViewChange(from int, h *Header) {
 	if target > r.svcView {
 		r.svcView = target
 		clear(r.svcFrom)
+		if r.campaigning {
+			// Join the campaign for the higher view instead.
+			r.svcFrom[r.self] = true
+			r.broadcast(r.svcMessage(target))
+			r.t.svc.start(r, r.tk.vcRetransmit)
+		}
 	}
 	if target == r.svcView {
 		r.svcFrom[from] = true
@@ -118,6 +126,7 @@ func (r *Replica) transitionToViewChange(v uint32) {
 	}
 	r.refuseQueue()
 	r.status = statusViewChange
+	r.campaigning = false
 	r.view = v
 	r.primaryReady = false
 	r.abdicated = false
@@ -451,6 +460,7 @@ func (r *Replica) adoptLog(v uint32, a uint64, aid Checksum, headers []Header, t
 	r.markView()
 
 	r.primaryReady = asPrimary
+	r.campaigning = false
 	r.svcView = v
 	clear(r.svcFrom)
 	r.probes = 0
@@ -630,8 +640,8 @@ func (r *Replica) tickViewChange() {
 	}
 }
 
-func (r *Replica) tickRecovering() {
-	if r.t.rsv.tick() {
+func (r *Replica) tickRecovering(probe bool) {
+	if probe {
 		r.probes++
 		m := r.rsvMessage()
 		if r.probes <= 1 && int(r.primaryIndex(r.view)) != r.self {
