@@ -103,19 +103,19 @@ type Replica struct {
 	// baseOp/baseID: the op below the first op of a journal that was reset
 	// (state transfer, or a boot that dropped the journal), whose header the
 	// replica may not hold.
-	baseOp       uint64
-	baseID       Checksum
-	ckptBusy     bool
-	ckptFresh    bool // a checkpoint request waits in Ready: apply nothing more
-	resume       bool // Ready released a checkpoint hold: pump on the next HasReady
-	ckptOp       uint64
-	ckptID       Checksum
-	ckptTS       uint64
-	discarded    uint64 // highest op discarded from the journal
-	manifest     *Manifest
-	lastTS       uint64
-	cachedBytes  int
-	readRetry    uint64 // tick before which failed reads are not retried
+	baseOp      uint64
+	baseID      Checksum
+	ckptBusy    bool
+	ckptFresh   bool // a checkpoint request waits in Ready: apply nothing more
+	resume      bool // Ready released a checkpoint hold: pump on the next HasReady
+	ckptOp      uint64
+	ckptID      Checksum
+	ckptTS      uint64
+	discarded   uint64 // highest op discarded from the journal
+	manifest    *Manifest
+	lastTS      uint64
+	cachedBytes int
+	readRetry   uint64 // tick before which failed reads are not retried
 
 	ackDirty            bool   // a cumulative PrepareOk is owed
 	primaryHead         uint64 // the primary's head as its heartbeats report it

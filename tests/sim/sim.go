@@ -208,7 +208,9 @@ func (w *world) fail(format string, args ...any) {
 	}
 }
 
-func (w *world) chance(perThousand int) bool { return perThousand > 0 && w.rng.Intn(1000) < perThousand }
+func (w *world) chance(perThousand int) bool {
+	return perThousand > 0 && w.rng.Intn(1000) < perThousand
+}
 
 func (w *world) between(lo, hi uint64) uint64 {
 	if hi <= lo {
@@ -960,17 +962,17 @@ type pendingOp struct {
 }
 
 type client struct {
-	idx      int
-	g        *group
-	id       vsr.Checksum
-	state    int
-	session  uint64
-	nextReq  uint64
-	cur      *pendingOp
-	target   int
-	retryAt  uint64
-	seq      uint64
-	stopNew  bool
+	idx     int
+	g       *group
+	id      vsr.Checksum
+	state   int
+	session uint64
+	nextReq uint64
+	cur     *pendingOp
+	target  int
+	retryAt uint64
+	seq     uint64
+	stopNew bool
 }
 
 func newClient(g *group, idx int, w *world) *client {
