@@ -69,7 +69,7 @@ func (r *Replica) boot(b Boot) error {
 		r.freezeViewHeaders()
 		r.markView()
 		r.enterNormalPrimary()
-	case uncertain || b.Rejoin:
+	case uncertain || b.Rejoin || s.HeadPending:
 		r.fenced = true
 		r.fence = r.view
 		r.markView()
@@ -78,7 +78,7 @@ func (r *Replica) boot(b Boot) error {
 	case r.logView < r.view:
 		r.status = statusViewChange
 		r.svcView = r.view
-		r.svcFrom[r.self] = true
+		r.voteFrom(r.self)
 		r.t.svc.start(r, 1)
 		r.t.status.start(r, r.tk.vcStatus)
 		if p := int(r.primaryIndex(r.view)); p != r.self {
@@ -190,16 +190,17 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 		return uncertain, nil
 	}
 
-	// The highest journal op that matches the view headers (their anchor —
-	// op 0, the root, for a replica that never adopted a StartView — or one of
-	// their headers) proves the prefix below it canonical. A replica that was
-	// normal in its log_view and whose journal reaches the top of its view
-	// headers wrote everything above them in that view (prepared in that
-	// view): canonical.
-	// Whatever else is truncated is either provably not canonical (it
-	// conflicts with the view headers: it predates the view's adoption, so it
-	// was never acknowledged in log_view) or at most the anchor (committed,
-	// so never subject to a nack).
+	// Which journal prefix is canonical for log_view? Three kinds of proof,
+	// each covering the whole chain below the op it applies to:
+	//   - an op at or below the committed point the commit fields show;
+	//   - an op prepared in log_view itself: the one primary of that view
+	//     prepared it, so it is in that view's log;
+	//   - an op matching the view headers (their anchor — op 0, the root,
+	//     for a replica that never adopted a StartView — or one of them).
+	// Entries above the proven prefix are leftovers of older views whose
+	// truncation did not survive a crash: the replica never acknowledged them
+	// in log_view (above an op prepared in log_view every op of that view's
+	// log was prepared in it too), so dropping them cannot make a nack false.
 	journalID := func(x uint64) (Checksum, bool) {
 		if x == 0 {
 			return Checksum{}, true
@@ -217,46 +218,21 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 		return Checksum{}, false
 	}
 	k := max(r.checkpoint, min(cut, committed))
+	for x := cut; x > k; x-- {
+		if h := at(x); h != nil && h.PrepareView() == r.logView {
+			k = x
+			break
+		}
+	}
 	vhHead := s.head()
-	vhID := func(x uint64) Checksum {
-		if x == s.Commit {
-			return s.CommitID
+	for x := min(cut, vhHead); x > k && x+1 > s.Commit; x-- {
+		want := s.CommitID
+		if x > s.Commit {
+			want = s.Headers[vhHead-x].Identity()
 		}
-		return s.Headers[vhHead-x].Identity()
-	}
-	extendFrom, extend := uint64(0), false
-	if r.logView == r.view {
-		if id, ok := journalID(vhHead); ok && id == vhID(vhHead) {
-			extendFrom, extend = vhHead, true
-		} else if !ok && vhHead <= r.checkpoint {
-			// The view headers lie inside the checkpoint, below the journal:
-			// a journal that chains to the checkpoint continues them.
-			if id, ok := journalID(r.checkpoint); ok && id == r.checkpointID {
-				extendFrom, extend = r.checkpoint, true
-			}
-		}
-	}
-	if extend {
-		// Above its view headers a replica only ever journals ops the
-		// primary prepared in that view; an older entry there is a leftover
-		// whose truncation did not survive the crash.
-		x := extendFrom
-		if x+1 < jFloor && jFloor-1 <= r.checkpoint {
-			x = jFloor - 1 // the discarded prefix is inside the checkpoint
-		}
-		for x < cut && at(x+1) != nil && at(x+1).PrepareView() == r.logView {
-			x++
-		}
-		k = max(k, x)
-	} else {
-		for x := min(cut, vhHead); x+1 > s.Commit; x-- {
-			if have, ok := journalID(x); ok && have == vhID(x) {
-				k = max(k, x)
-				break
-			}
-			if x == 0 {
-				break
-			}
+		if have, ok := journalID(x); ok && have == want {
+			k = x
+			break
 		}
 	}
 	if r.solo() {

@@ -13,6 +13,9 @@ func DescribeControl(h *Header) string {
 	case CmdCommit:
 		return fmt.Sprintf("commit=%d op=%d beat=%d", h.ctlA(), h.ctlB(), h.ctlC())
 	case CmdStartViewChange:
+		if h.u32(offCommandArea)&svcFlagEntered != 0 {
+			return "entered"
+		}
 		return ""
 	case CmdDoViewChange:
 		return fmt.Sprintf("log_view=%d commit=%d op=%d nack=%s present=%s%s", h.dvcLogView(), h.ctlA(), h.ctlB(),

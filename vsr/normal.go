@@ -158,10 +158,7 @@ func (r *Replica) tickPrimary() {
 	if r.abdicated && !was {
 		r.voteViewChange(max(r.view+1, r.svcView))
 	}
-	if r.t.svc.tick() && r.svcView > r.view && r.svcFrom[r.self] {
-		r.broadcast(r.svcMessage(r.svcView))
-		r.t.svc.startBackoff(r, r.tk.vcRetransmit)
-	}
+	r.campaignTick()
 	if r.t.commit.tick() {
 		if !r.abdicated {
 			r.broadcast(r.commitMessage())
@@ -179,10 +176,7 @@ func (r *Replica) tickBackup() {
 	if r.t.heartbeat.tick() {
 		r.voteViewChange(max(r.view+1, r.svcView))
 	}
-	if r.t.svc.tick() && r.svcView > r.view && r.svcFrom[r.self] {
-		r.broadcast(r.svcMessage(r.svcView))
-		r.t.svc.startBackoff(r, r.tk.vcRetransmit)
-	}
+	r.campaignTick()
 }
 
 // ---------------------------------------------------------------------------
@@ -476,7 +470,7 @@ func (r *Replica) onCommit(from int, h *Header) {
 		// moot; it stops campaigning.
 		if r.campaigning {
 			r.campaigning = false
-			r.svcFrom[r.self] = false
+			r.svcFrom[r.self] = 0
 			r.t.svc.stop()
 		}
 	}

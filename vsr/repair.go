@@ -9,7 +9,7 @@ type repairState struct {
 	attempt  int
 	lastLo   uint64
 	lastHi   uint64
-	progress [3]uint64
+	progress [4]uint64
 	// pending holds repair prepares that could not be verified yet because
 	// the prepare above them had not arrived (responses may be reordered).
 	pending map[uint64]Message
@@ -96,7 +96,7 @@ func (r *Replica) repairTarget() (lo, hi uint64, toPrimary, ok bool) {
 // when the previous request was only partly answered (the server may serve
 // fewer ops per request than asked).
 func (r *Replica) repairCheck() {
-	lo, _, _, ok := r.repairTarget()
+	lo, hi, _, ok := r.repairTarget()
 	if !ok {
 		if r.t.repair.armed {
 			r.t.repair.stop()
@@ -113,8 +113,8 @@ func (r *Replica) repairCheck() {
 		}
 	case r.rep.lastHi != 0 && lo > r.rep.lastHi:
 		r.repairFire()
-	case r.rep.lastLo != 0 && lo != r.rep.lastLo:
-		r.rep.lastLo = lo
+	case r.rep.lastLo != 0 && (lo != r.rep.lastLo || hi != r.rep.lastHi):
+		r.rep.lastLo, r.rep.lastHi = lo, hi
 		r.t.repair.startExact(max(1, r.tk.prepare/4))
 	}
 }
@@ -125,7 +125,7 @@ func (r *Replica) repairFire() {
 		r.t.repair.stop()
 		return
 	}
-	progress := [3]uint64{r.op, r.journalHead, r.commitMin}
+	progress := [4]uint64{r.op, r.journalHead, r.commitMin, hi}
 	if progress != r.rep.progress {
 		r.rep.progress = progress
 		r.rep.attempt = 0
@@ -228,8 +228,13 @@ func (r *Replica) onRequestPrepares(from int, h *Header) {
 		r.send(from, r.finish(e, nil))
 		lo = floor
 	}
-	hi = min(hi, r.op, lo+uint64(r.cfg.RepairChunkMax)-1)
-	for x := lo; x <= hi; x++ {
+	// Serve the top of the range first: a requester that verifies by the
+	// hash chain from above needs the highest op before the lower ones.
+	hi = min(hi, r.op)
+	if hi >= lo && hi-lo+1 > uint64(r.cfg.RepairChunkMax) {
+		lo = hi - uint64(r.cfg.RepairChunkMax) + 1
+	}
+	for x := hi; x >= lo && x > 0; x-- {
 		s := r.slotAt(x)
 		switch {
 		case s != nil && s.hasBody:

@@ -132,7 +132,7 @@ type Replica struct {
 
 	// View change state.
 	svcView      uint32
-	svcFrom      []bool
+	svcFrom      []uint64 // per replica: tick+1 of its latest vote for svcView
 	dvcs         []*dvcVote
 	primaryReady bool // primary-elect adopted the merged log, repairing
 	campaigning  bool // this replica wants a new view (its vote follows the highest target)
@@ -196,7 +196,7 @@ func New(cfg Config, sm StateMachine, boot Boot) (*Replica, error) {
 		acked:       make([]uint64, n),
 		heard:       make([]uint64, n),
 		peerInc:     make([]uint64, n),
-		svcFrom:     make([]bool, n),
+		svcFrom:     make([]uint64, n),
 		dvcs:        make([]*dvcVote, n),
 		serve:       make([]serveState, n),
 	}
@@ -344,6 +344,7 @@ func (r *Replica) currentState() *State {
 		View:         r.view,
 		LogView:      r.logView,
 		Fenced:       r.fenced,
+		HeadPending:  r.status == statusRecoveringHead,
 		FenceView:    r.fence,
 		Commit:       r.vhCommit,
 		CommitID:     r.vhCommitID,

@@ -389,6 +389,11 @@ func (r *Replica) InstallDone(op uint64, err error) {
 	if r.anchorOp <= man.Op {
 		r.anchorOp, r.anchorID = 0, Checksum{}
 	}
+	if r.journalHead < man.Op {
+		// The journal restarts after the checkpoint (once the state record
+		// naming it is durable); until then nothing is appended.
+		r.journalHead, r.durableHead = man.Op, man.Op
+	}
 	r.journalResetPending = true
 	r.markCheckpoint()
 	r.pump()

@@ -51,9 +51,19 @@ func parseDVC(from int, m Message) *dvcVote {
 	return d
 }
 
+// svcFlagEntered marks a StartViewChange from a replica that already
+// entered view change status for that view, which it did only on a
+// view-change quorum: a replica receiving it may follow at once. Without it a
+// replica that moved ahead while the others lost its quorum's votes would be
+// stranded in a view nobody else enters.
+const svcFlagEntered = 1
+
 func (r *Replica) svcMessage(view uint32) Message {
 	h := r.newHeader(CmdStartViewChange)
 	h.setView(view)
+	if r.status == statusViewChange && view == r.view {
+		h.put32(offCommandArea, svcFlagEntered)
+	}
 	return r.finish(h, nil)
 }
 
@@ -71,7 +81,7 @@ func (r *Replica) voteViewChange(target uint32) {
 		r.svcView = target
 		clear(r.svcFrom)
 	}
-	r.svcFrom[r.self] = true
+	r.voteFrom(r.self)
 	r.broadcast(r.svcMessage(r.svcView))
 	r.t.svc.start(r, r.tk.vcRetransmit)
 	r.checkSVCQuorum()
@@ -82,8 +92,8 @@ func (r *Replica) checkSVCQuorum() {
 		return
 	}
 	votes := 0
-	for _, v := range r.svcFrom {
-		if v {
+	for i := range r.svcFrom {
+		if r.hasVote(i) {
 			votes++
 		}
 	}
@@ -97,18 +107,22 @@ func (r *Replica) onStartViewChange(from int, h *Header) {
 	if target <= r.view || r.status == statusRecoveringHead {
 		return
 	}
+	if h.u32(offCommandArea)&svcFlagEntered != 0 {
+		r.transitionToViewChange(target)
+		return
+	}
 	if target > r.svcView {
 		r.svcView = target
 		clear(r.svcFrom)
 		if r.campaigning {
 			// Join the campaign for the higher view instead.
-			r.svcFrom[r.self] = true
+			r.voteFrom(r.self)
 			r.broadcast(r.svcMessage(target))
 			r.t.svc.start(r, r.tk.vcRetransmit)
 		}
 	}
 	if target == r.svcView {
-		r.svcFrom[from] = true
+		r.voteFrom(from)
 	}
 	r.checkSVCQuorum()
 }
@@ -135,7 +149,7 @@ func (r *Replica) transitionToViewChange(v uint32) {
 	clear(r.dvcs)
 	r.svcView = v
 	clear(r.svcFrom)
-	r.svcFrom[r.self] = true
+	r.voteFrom(r.self)
 	if !mutationForgetViewDurability() {
 		r.markView()
 	}
@@ -627,8 +641,13 @@ func (r *Replica) hintStalePrimary(from int, theirView uint32) {
 
 func (r *Replica) tickViewChange() {
 	if r.t.svc.tick() {
-		r.broadcast(r.svcMessage(max(r.svcView, r.view)))
-		r.t.svc.startBackoff(r, r.tk.vcRetransmit)
+		r.broadcast(r.svcMessage(r.view)) // "entered": others may follow
+		if r.campaigning && r.svcView > r.view {
+			r.voteFrom(r.self)
+			r.broadcast(r.svcMessage(r.svcView))
+		}
+		r.t.svc.start(r, r.tk.vcRetransmit)
+		r.checkSVCQuorum()
 	}
 	if r.t.dvc.tick() && !r.isPrimary() && r.logView < r.view {
 		r.send(int(r.primaryIndex(r.view)), r.dvcMessage())
@@ -656,8 +675,25 @@ func (r *Replica) tickRecovering(probe bool) {
 			r.voteViewChange(max(r.view+1, r.svcView))
 		}
 	}
-	if r.t.svc.tick() && r.svcView > r.view && r.svcFrom[r.self] {
+	r.campaignTick()
+}
+
+// Votes for a view expire: a replica that stopped campaigning (it heard its
+// primary again) must not help depose the primary later with an old vote.
+// Campaigners repeat their vote every view_change_retransmit_interval.
+func (r *Replica) voteFrom(i int) { r.svcFrom[i] = r.ticks + 1 }
+
+func (r *Replica) hasVote(i int) bool {
+	v := r.svcFrom[i]
+	return v != 0 && r.ticks+1-v <= uint64(4*r.tk.vcRetransmit)
+}
+
+// campaignTick repeats this replica's vote while it campaigns.
+func (r *Replica) campaignTick() {
+	if r.t.svc.tick() && r.campaigning && r.svcView > r.view {
+		r.voteFrom(r.self)
 		r.broadcast(r.svcMessage(r.svcView))
-		r.t.svc.startBackoff(r, r.tk.vcRetransmit)
+		r.t.svc.start(r, r.tk.vcRetransmit)
+		r.checkSVCQuorum()
 	}
 }
