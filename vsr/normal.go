@@ -668,6 +668,7 @@ func (r *Replica) pump() {
 	if r.stopped != nil {
 		return
 	}
+	r.installViewHeaders()
 	r.pumpAppends()
 	r.commitCheck()
 	r.pumpCommits()

@@ -500,13 +500,34 @@ func (r *Replica) adoptLog(v uint32, a uint64, aid Checksum, headers []Header, t
 	r.ackDirty = true
 }
 
+// installViewHeaders puts the headers of the adopted log that did not fit in
+// the window at adoption (the replica was too far behind) into the ring once
+// they fit, so the replica never loses sight of its own view's log.
+func (r *Replica) installViewHeaders() {
+	if r.logView != r.view || len(r.vhHeaders) == 0 {
+		return
+	}
+	head := r.vhCommit + uint64(len(r.vhHeaders))
+	for op := max(r.op, r.vhCommit, r.commitMin) + 1; op <= head && op <= r.windowLimit(); op++ {
+		if r.slotAt(op) != nil {
+			continue
+		}
+		h := &r.vhHeaders[head-op]
+		if id, ok := r.identityOf(op - 1); ok && id != h.Parent() {
+			return // the ring moved on past these headers
+		}
+		r.putHeader(h)
+		r.op = max(r.op, op)
+	}
+}
+
 // maybeStartView completes a view change at the primary-elect once every op
 // of the adopted log is durable in its journal: normal status, StartView to
 // everyone, and the uncommitted suffix becomes the pipeline, to be
 // acknowledged again in this view.
 func (r *Replica) maybeStartView() {
 	if !r.primaryReady || r.status != statusViewChange || !r.viewSettled() ||
-		r.durableHead < r.op || r.op < r.commitMax {
+		r.durableHead < r.op || r.op < r.commitMax || r.op < r.vhCommit+uint64(len(r.vhHeaders)) {
 		return
 	}
 	r.primaryReady = false
