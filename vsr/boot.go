@@ -239,6 +239,7 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 		k = cut // a solo replica committed every op it journaled
 	}
 	k = max(k, r.checkpoint)
+	r.journalHead, r.durableHead = k, k
 	if k > r.windowLimit() {
 		return false, fmt.Errorf("%w: journal holds op %d, more than journal_slots above checkpoint %d",
 			ErrConfig, k, r.checkpoint)
@@ -256,7 +257,7 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 			sl.j = jDurable
 		}
 	}
-	r.journalFloor, r.journalHead, r.durableHead, r.op = jFloor, k, k, k
+	r.journalFloor, r.op = jFloor, k
 	r.loadViewHeaders(s, k)
 	r.commitMax = max(r.commitMax, min(committed, k), s.Commit)
 	return uncertain, nil

@@ -526,7 +526,7 @@ func (r *Replica) prepareOkMessage() Message {
 	op := r.durableHead
 	id, ok := r.identityOf(op)
 	if !ok {
-		panic(fmt.Sprintf("vsr: replica %d: no identity for durable head %d", r.self, op))
+		panic(fmt.Sprintf("vsr: replica %d: no identity for durable head %d (slot holds %d, journal %d, commit %d/%d, ckpt %d, op %d)", r.self, op, r.ring[op%uint64(len(r.ring))].op, r.journalHead, r.commitMin, r.commitMax, r.checkpoint, r.op))
 	}
 	h.putSum(offCtlChecksum, id)
 	h.put64(offCtlA, op)

@@ -457,9 +457,10 @@ func (r *Replica) slotAt(op uint64) *slot {
 }
 
 // windowLimit is the highest op the replica may hold: the ring must keep every
-// op above the checkpoint, because a restart replays them.
+// op above the checkpoint (a restart replays them) and every op whose append
+// has not completed (its completion must find it).
 func (r *Replica) windowLimit() uint64 {
-	return r.checkpoint + uint64(len(r.ring)) - 1
+	return min(r.checkpoint, r.durableHead) + uint64(len(r.ring)) - 1
 }
 
 // putHeader installs a canonical header; the slot's previous occupant must be
@@ -477,8 +478,9 @@ func (r *Replica) putHeader(h *Header) *slot {
 		}
 		return s
 	}
-	if s.op != 0 && s.op > r.commitMin {
-		panic(fmt.Sprintf("vsr: replica %d: evicting unapplied op %d for op %d", r.self, s.op, op))
+	if s.op != 0 && (s.op > r.commitMin || s.j == jWriting) {
+		panic(fmt.Sprintf("vsr: replica %d: evicting op %d (applied through %d, journal state %d) for op %d",
+			r.self, s.op, r.commitMin, s.j, op))
 	}
 	r.dropBody(s)
 	*s = slot{op: op, h: *h}

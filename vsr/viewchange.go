@@ -61,7 +61,7 @@ const svcFlagEntered = 1
 func (r *Replica) svcMessage(view uint32) Message {
 	h := r.newHeader(CmdStartViewChange)
 	h.setView(view)
-	if r.status == statusViewChange && view == r.view {
+	if view == r.view && r.logView < r.view {
 		h.put32(offCommandArea, svcFlagEntered)
 	}
 	return r.finish(h, nil)
@@ -690,6 +690,12 @@ func (r *Replica) tickRecovering(probe bool) {
 			r.broadcast(m)
 		}
 		r.t.rsv.start(r, r.tk.rsv)
+		if r.view > r.logView {
+			// This replica entered a view change for its view before it
+			// restarted: let the others follow, so that view starts and can
+			// answer the probe.
+			r.broadcast(r.svcMessage(r.view))
+		}
 		if r.status == statusRecovering && r.probes >= r.cfg.ViewProbeAttemptsMax {
 			// Nobody answers as primary of our view (a whole-cluster restart):
 			// elect one among the restarted logs.
