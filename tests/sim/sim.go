@@ -42,6 +42,10 @@ type Options struct {
 	LivenessTicks int
 	// Trace, when set, receives a line per event.
 	Trace io.Writer
+	// NoContractChecks turns off the checks of the durability contract on
+	// outgoing messages, leaving only the checks of observable outcomes
+	// (used to measure how fast outcomes alone expose a broken rule).
+	NoContractChecks bool
 }
 
 // Result summarizes a run.
@@ -129,6 +133,7 @@ type mix struct {
 	partitionRate        int // per 10000 ticks
 	oneWay               bool
 	crashRate            int // per 10000 ticks
+	blackoutRate         int // whole-cluster crashes (power loss) per 100000 ticks
 	pauseRate            int
 	wipeRate             int
 	corruptRate          int
@@ -233,19 +238,20 @@ func (w *world) setup() {
 		partitionRate: pick(0, 0, 5, 20),
 		oneWay:        w.rng.Chance(1, 2),
 		crashRate:     pick(0, 5, 10, 30),
+		blackoutRate:  pick(0, 0, 10, 50),
 		pauseRate:     pick(0, 0, 5, 20),
 		wipeRate:      pick(0, 0, 0, 3),
 		corruptRate:   pick(0, 0, 10, 50),
 		readErrRate:   pick(0, 0, 10),
-		ioMax:         uint64(pick(0, 1, 3, 8)),
+		ioMax:         uint64(pick(0, 1, 3, 8, 30)),
 		downMin:       20, downMax: uint64(pick(100, 400, 1500)),
 		partMin: 50, partMax: uint64(pick(200, 800, 2000)),
 		clientRate: pick(5, 20, 60),
 		clientsN:   1 + w.rng.Intn(5),
 	}
 	w.res.Replicas, w.res.Groups = w.n, groups
-	w.res.Mix = fmt.Sprintf("n=%d groups=%d loss=%d‰ dup=%d‰ delay≤%d partitions=%d/10k(oneway=%v) crashes=%d/10k pauses=%d/10k wipes=%d/10k corrupt=%d/10k readerr=%d/10k io≤%d clients=%d",
-		w.n, groups, w.m.loss, w.m.dup, w.m.delayMax, w.m.partitionRate, w.m.oneWay, w.m.crashRate,
+	w.res.Mix = fmt.Sprintf("n=%d groups=%d loss=%d‰ dup=%d‰ delay≤%d partitions=%d/10k(oneway=%v) crashes=%d/10k blackouts=%d/100k pauses=%d/10k wipes=%d/10k corrupt=%d/10k readerr=%d/10k io≤%d clients=%d",
+		w.n, groups, w.m.loss, w.m.dup, w.m.delayMax, w.m.partitionRate, w.m.oneWay, w.m.crashRate, w.m.blackoutRate,
 		w.m.pauseRate, w.m.wipeRate, w.m.corruptRate, w.m.readErrRate, w.m.ioMax, w.m.clientsN)
 	w.tracef("mix %s", w.res.Mix)
 	w.cut = make([][]bool, w.n)
@@ -398,6 +404,7 @@ func (w *world) collect(p int) {
 	for gi, g := range w.groups {
 		node := g.nodes[p]
 		for _, e := range node.TakeOut() {
+			w.checkSend(g, p, e.Message)
 			frame := vsrtest.Encode(e.Message)
 			w.sendPacket(packet{from: p, to: int(e.To), group: gi, frame: frame})
 		}
@@ -502,6 +509,17 @@ func (w *world) injectFaults() {
 	}
 	if w.rng.Intn(10000) < m.crashRate {
 		w.crashSomeone()
+	}
+	if w.rng.Intn(100000) < m.blackoutRate {
+		// Every process loses power at once: each keeps only what its
+		// storage had made durable.
+		down := w.between(m.downMin, m.downMax)
+		for _, p := range w.procs {
+			if p.up {
+				w.crash(p.id, down)
+			}
+		}
+		w.res.Faults["blackouts"]++
 	}
 	if w.n > 1 && w.rng.Intn(10000) < m.pauseRate {
 		p := w.procs[w.rng.Intn(w.n)]
@@ -769,6 +787,53 @@ func (w *world) onApply(g *group, r int, h *vsr.Header, reply []byte) {
 		}
 		if a, ok := g.acked[op]; ok && a != key {
 			w.fail("g%d: op %d acknowledged for %v but executed as %v", g.idx, op, a, key)
+		}
+	}
+}
+
+// checkSend checks the durability contract on every message as it leaves a
+// replica: no message of a view before that view is durable (a campaign
+// vote for a view the replica has not entered yet promises nothing), and no
+// acknowledgement of an op before the op is durable in the replica's
+// journal.
+func (w *world) checkSend(g *group, r int, m vsr.Message) {
+	if w.o.NoContractChecks {
+		return
+	}
+	h := m.Header
+	node := g.nodes[r]
+	var durable *vsr.State
+	if node.Disk.State != nil {
+		durable, _ = vsr.DecodeState(node.Disk.State)
+	}
+	c := h.Control()
+	var needView, needLogView uint32
+	switch h.Command() {
+	case vsr.CmdStartViewChange:
+		if !c.Entered {
+			return
+		}
+		needView = h.View()
+	case vsr.CmdDoViewChange:
+		needView, needLogView = h.View(), c.LogView
+	case vsr.CmdPrepareOk, vsr.CmdStartView:
+		needView, needLogView = h.View(), h.View()
+	case vsr.CmdCommit:
+		needView, needLogView = h.View(), h.View()
+	default:
+		return
+	}
+	if durable == nil || durable.View < needView || durable.LogView < needLogView {
+		w.fail("g%d r%d sent %s in view %d before its view was durable (durable %v)",
+			g.idx, r, h.Command(), h.View(), durable != nil)
+		return
+	}
+	if h.Command() == vsr.CmdPrepareOk && c.Op > durable.Checkpoint && c.Op > 0 {
+		e := node.Disk.Entry(c.Op)
+		if e == nil || !e.Durable || (*vsr.Header)(e.Frame[:vsr.HeaderSize]).Identity() != c.ID {
+			if inf := node.R.Info(); c.Op > inf.Checkpoint {
+				w.fail("g%d r%d acknowledged op %d before it was durable", g.idx, r, c.Op)
+			}
 		}
 	}
 }

@@ -45,12 +45,18 @@ func TestSim(t *testing.T) {
 	t.Logf("campaign: %d seeds from %d", seeds, base)
 	start := time.Now()
 	var ran, ops, completed int
+	var slowest time.Duration
+	var slowSeed uint64
 	var faults = map[string]int{}
 	for i := 0; i < seeds; i++ {
 		if *flagTime > 0 && time.Since(start) > *flagTime {
 			break
 		}
+		seedStart := time.Now()
 		res := Run(Options{Seed: base + uint64(i)})
+		if d := time.Since(seedStart); d > slowest {
+			slowest, slowSeed = d, res.Seed
+		}
 		ran++
 		ops += res.Requests
 		completed += res.Completed
@@ -63,26 +69,12 @@ func TestSim(t *testing.T) {
 		}
 	}
 	el := time.Since(start)
-	t.Logf("%d seeds in %v (%.0f seeds/min), %d client ops (%d acknowledged), %.0f ops/seed; faults %v",
-		ran, el.Round(time.Millisecond), float64(ran)/el.Minutes(), ops, completed, float64(ops)/float64(ran), faults)
+	t.Logf("%d seeds in %v (%.0f seeds/min, slowest: seed %d, %v), %d client ops (%d acknowledged), %.0f ops/seed; faults %v",
+		ran, el.Round(time.Millisecond), float64(ran)/el.Minutes(), slowSeed, slowest.Round(time.Millisecond),
+		ops, completed, float64(ops)/float64(ran), faults)
 }
 
 func summary(r Result) string {
 	return fmt.Sprintf("seed %d: %s; %d ticks, %d requests, %d acknowledged, commit %d, view %d, %d linearized; faults %v",
 		r.Seed, r.Mix, r.Ticks, r.Requests, r.Completed, r.Commits, r.Views, r.Linearized, r.Faults)
-}
-
-// TestSeedTimes is a helper for calibrating the campaign: it reports the
-// slowest seeds.
-func TestSeedTimes(t *testing.T) {
-	if *flagSeeds == 0 || *flagSeed != 0 {
-		t.Skip("calibration helper: run with -seeds=N")
-	}
-	for i := 0; i < *flagSeeds; i++ {
-		start := time.Now()
-		res := Run(Options{Seed: *flagBase + uint64(i)})
-		if el := time.Since(start); el > 500*time.Millisecond {
-			t.Logf("seed %d took %v: %s err=%v", res.Seed, el, summary(res), res.Err)
-		}
-	}
 }
