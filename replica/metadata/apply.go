@@ -236,25 +236,6 @@ func (t *txn) setLimits(c SetLimits) Result {
 
 // ---------------------------------------------------------------- streams
 
-// lowestFree returns the lowest nil index of ids, or len(ids): Iggy's
-// slab allocation. It depends only on the occupied set, which a snapshot
-// carries, so a restored state allocates exactly as a live one.
-func lowestFree[T any](ids []*T) uint32 {
-	for i, p := range ids {
-		if p == nil {
-			return uint32(i)
-		}
-	}
-	return uint32(len(ids))
-}
-
-func trimTrailingNil[T any](ids []*T) []*T {
-	for len(ids) > 0 && ids[len(ids)-1] == nil {
-		ids = ids[:len(ids)-1]
-	}
-	return ids
-}
-
 func (t *txn) createStream(m Meta, c CreateStream) Result {
 	s := t.s
 	if !ValidName(c.Name) {
@@ -266,22 +247,18 @@ func (t *txn) createStream(m Meta, c CreateStream) Result {
 	if _, ok := s.streamNames[c.Name]; ok {
 		return fail(wire.CodeStreamNameAlreadyExists)
 	}
-	id := lowestFree(s.streams)
+	// Lowest free id, as Iggy's slab: a function of the occupied ids only,
+	// which a snapshot carries, so a restored state allocates the same.
+	id := s.streams.lowestFree()
 	if id >= s.limits.MaxStreams {
 		return fail(wire.CodeTooManyStreams)
 	}
 	st := &Stream{
 		ID: id, Name: c.Name, CreatedAt: m.Timestamp, Revision: t.bumpRevision(),
-		topicNames: map[string]uint32{}, gen: t.id, topicNamesGen: t.id, topicsGen: t.id,
+		topicNames: map[string]uint32{}, gen: t.id, topicNamesGen: t.id,
 	}
-	ss := t.streamsMut()
-	if int(id) == len(ss) {
-		s.streams = append(ss, st)
-	} else {
-		ss[id] = st
-	}
+	s.streams.set(t.id, id, st)
 	t.streamNamesMut()[c.Name] = id
-	s.streamCount++
 	return Result{Stream: st}
 }
 
@@ -317,16 +294,11 @@ func (t *txn) deleteStream(c DeleteStream) Result {
 		return fail(wire.CodeStreamIdNotFound)
 	}
 	var effects []Effect
-	for _, tp := range st.topics {
-		if tp != nil {
-			effects = appendTopicTeardown(effects, tp)
-		}
+	for tp := range st.topics.all {
+		effects = appendTopicTeardown(effects, tp)
 	}
-	ss := t.streamsMut()
-	ss[st.ID] = nil
-	s.streams = trimTrailingNil(ss)
+	s.streams.set(t.id, st.ID, nil)
 	delete(t.streamNamesMut(), st.Name)
-	s.streamCount--
 	t.bumpRevision()
 	t.revokeGrants(st.ID, nil)
 	return Result{Effects: effects}
@@ -360,8 +332,8 @@ func (t *txn) purgeStream(c PurgeStream) Result {
 		return fail(wire.CodeStreamIdNotFound)
 	}
 	var effects []Effect
-	for _, tp := range st.topics {
-		if tp != nil && len(tp.Partitions) > 0 {
+	for tp := range st.topics.all {
+		if len(tp.Partitions) > 0 {
 			effects = t.purgePartitions(st.ID, tp.ID, effects)
 		}
 	}
@@ -408,7 +380,7 @@ func (t *txn) createTopic(m Meta, c CreateTopic) Result {
 	if code != OK {
 		return fail(code)
 	}
-	id := lowestFree(old.topics)
+	id := old.topics.lowestFree()
 	if id >= s.limits.MaxTopicsPerStream {
 		return fail(wire.CodeTooManyTopics)
 	}
@@ -425,14 +397,8 @@ func (t *txn) createTopic(m Meta, c CreateTopic) Result {
 		effects = append(effects, Effect{Kind: EffectPartitionCreated, Stream: old.ID, Topic: id, Partition: uint32(i), Revision: rev})
 	}
 	st := t.stream(old.ID)
-	ts := t.topicsMut(st)
-	if int(id) == len(ts) {
-		st.topics = append(ts, tp)
-	} else {
-		ts[id] = tp
-	}
+	st.topics.set(t.id, id, tp)
 	t.topicNamesMut(st)[c.Name] = id
-	st.topicCount++
 	return Result{Stream: st, Topic: tp, Effects: effects}
 }
 
@@ -473,11 +439,8 @@ func (t *txn) deleteTopic(c DeleteTopic) Result {
 	}
 	effects := appendTopicTeardown(nil, old)
 	st := t.stream(oldStream.ID)
-	ts := t.topicsMut(st)
-	ts[old.ID] = nil
-	st.topics = trimTrailingNil(ts)
+	st.topics.set(t.id, old.ID, nil)
 	delete(t.topicNamesMut(st), old.Name)
-	st.topicCount--
 	t.bumpRevision()
 	tid := old.ID
 	t.revokeGrants(st.ID, &tid)
@@ -658,14 +621,10 @@ func removeMember(g *ConsumerGroup, client ClientID) {
 
 func (t *txn) disconnect(client ClientID) Result {
 	var effects []Effect
-	for _, st := range t.s.streams {
-		if st == nil {
-			continue
-		}
-		for _, tp := range st.topics {
-			if tp == nil {
-				continue
-			}
+	// Iterate the state the command started from: privatizing paths below
+	// replaces records in t.s, never in it.
+	for st := range t.base.streams.all {
+		for tp := range st.topics.all {
 			for i, g := range tp.groups {
 				if _, ok := g.Member(client); !ok {
 					continue

@@ -86,14 +86,8 @@ func genPermissions(c chooser) *Permissions {
 // group commands hit often enough to build real memberships.
 func existingGroup(c chooser, s *State) (Identifier, Identifier, Identifier, bool) {
 	var refs []GroupRef
-	for _, st := range s.streams {
-		if st == nil {
-			continue
-		}
-		for _, tp := range st.topics {
-			if tp == nil {
-				continue
-			}
+	for st := range s.streams.all {
+		for tp := range st.topics.all {
 			for _, g := range tp.groups {
 				refs = append(refs, GroupRef{st.ID, tp.ID, g.ID})
 			}
@@ -115,14 +109,9 @@ func existingGroup(c chooser, s *State) (Identifier, Identifier, Identifier, boo
 // existingTopic picks a live topic of s, if any.
 func existingTopic(c chooser, s *State) (Identifier, Identifier, bool) {
 	var refs [][2]uint32
-	for _, st := range s.streams {
-		if st == nil {
-			continue
-		}
-		for _, tp := range st.topics {
-			if tp != nil {
-				refs = append(refs, [2]uint32{st.ID, tp.ID})
-			}
+	for st := range s.streams.all {
+		for tp := range st.topics.all {
+			refs = append(refs, [2]uint32{st.ID, tp.ID})
 		}
 	}
 	if len(refs) == 0 || c.intn(3) == 0 {
@@ -231,22 +220,16 @@ func richState(tb testing.TB, seed uint64, n int) *State {
 // checkInvariants verifies every structural invariant of s.
 func checkInvariants(t fataler, s *State) {
 	t.Helper()
-	live := 0
-	for i, st := range s.streams {
-		if st == nil {
-			continue
+	checkTable(t, &s.streams, func(st *Stream) uint32 { return st.ID })
+	for st := range s.streams.all {
+		i := st.ID
+		if s.streamNames[st.Name] != st.ID || st.Revision > s.revision {
+			t.Fatalf("stream %d: name %q indexed as %d", i, st.Name, s.streamNames[st.Name])
 		}
-		live++
-		if st.ID != uint32(i) || s.streamNames[st.Name] != st.ID || st.Revision > s.revision {
-			t.Fatalf("stream %d: id %d name %q indexed as %d", i, st.ID, st.Name, s.streamNames[st.Name])
-		}
-		tlive := 0
-		for j, tp := range st.topics {
-			if tp == nil {
-				continue
-			}
-			tlive++
-			if tp.ID != uint32(j) || tp.StreamID != st.ID || st.topicNames[tp.Name] != tp.ID {
+		checkTable(t, &st.topics, func(tp *Topic) uint32 { return tp.ID })
+		for tp := range st.topics.all {
+			j := tp.ID
+			if tp.StreamID != st.ID || st.topicNames[tp.Name] != tp.ID {
 				t.Fatalf("topic %d/%d misindexed", i, j)
 			}
 			if !validTopicConfig(tp.Config) || !validOptionBlocks(tp.Config, tp.Explicit, tp.Derived) {
@@ -267,12 +250,12 @@ func checkInvariants(t fataler, s *State) {
 				checkAssignment(t, g, tp.PartitionsCount())
 			}
 		}
-		if tlive != st.TopicsCount() || len(st.topicNames) != tlive || (len(st.topics) > 0 && st.topics[len(st.topics)-1] == nil) {
-			t.Fatalf("stream %d topic count %d, names %d, live %d", i, st.TopicsCount(), len(st.topicNames), tlive)
+		if len(st.topicNames) != st.TopicsCount() {
+			t.Fatalf("stream %d: %d topic names for %d topics", i, len(st.topicNames), st.TopicsCount())
 		}
 	}
-	if live != s.StreamsCount() || len(s.streamNames) != live || (len(s.streams) > 0 && s.streams[len(s.streams)-1] == nil) {
-		t.Fatalf("stream count %d, names %d, live %d", s.StreamsCount(), len(s.streamNames), live)
+	if len(s.streamNames) != s.StreamsCount() {
+		t.Fatalf("%d stream names for %d streams", len(s.streamNames), s.StreamsCount())
 	}
 	tokens := 0
 	for i, u := range s.users {
@@ -297,6 +280,38 @@ func checkInvariants(t fataler, s *State) {
 	}
 	if s.bootstrapped != (s.User(RootUserID) != nil) {
 		t.Fatalf("root presence disagrees with bootstrapped")
+	}
+}
+
+// checkTable verifies a table's bookkeeping: every record sits under its
+// own id, the live counts are right, size is the highest id + 1 and there
+// is no empty trailing chunk (so live and restored tables have one shape).
+func checkTable[T any](t fataler, tb *table[T], id func(*T) uint32) {
+	t.Helper()
+	var live, size uint32
+	for ci, c := range tb.chunks {
+		var n uint32
+		for i, p := range c.items {
+			if p == nil {
+				continue
+			}
+			n++
+			slot := uint32(ci)<<chunkBits | uint32(i)
+			if id(p) != slot {
+				t.Fatalf("record %d stored under id %d", id(p), slot)
+			}
+			size = slot + 1
+		}
+		if n != c.live {
+			t.Fatalf("chunk %d counts %d live, holds %d", ci, c.live, n)
+		}
+		live += n
+	}
+	if live != tb.live || size != tb.size {
+		t.Fatalf("table counts %d live / size %d, holds %d / %d", tb.live, tb.size, live, size)
+	}
+	if n := len(tb.chunks); n > 0 && tb.chunks[n-1].live == 0 {
+		t.Fatalf("table keeps an empty trailing chunk")
 	}
 }
 

@@ -21,18 +21,15 @@ func StreamRecord(st *Stream, src StatsSource) wire.Stream {
 	if src != nil {
 		size, msgs = StreamTotals(st, src)
 	}
-	return wire.Stream{ID: st.ID, CreatedAt: st.CreatedAt, TopicsCount: st.topicCount,
+	return wire.Stream{ID: st.ID, CreatedAt: st.CreatedAt, TopicsCount: st.topics.live,
 		SizeBytes: size, MessagesCount: msgs, Name: st.Name, Options: st.Options}
 }
 
 // StreamDetailsRecord is the GET_STREAM reply.
 func StreamDetailsRecord(st *Stream, src StatsSource) wire.StreamDetails {
-	d := wire.StreamDetails{Stream: wire.Stream{ID: st.ID, CreatedAt: st.CreatedAt, TopicsCount: st.topicCount,
+	d := wire.StreamDetails{Stream: wire.Stream{ID: st.ID, CreatedAt: st.CreatedAt, TopicsCount: st.topics.live,
 		Name: st.Name, Options: st.Options}}
-	for _, t := range st.topics {
-		if t == nil {
-			continue
-		}
+	for t := range st.topics.all {
 		rec := TopicRecord(t, src)
 		d.SizeBytes += rec.SizeBytes
 		d.MessagesCount += rec.MessagesCount

@@ -35,21 +35,16 @@ func EncodeSnapshot(s *State) []byte {
 	for _, v := range []uint32{l.MaxStreams, l.MaxTopicsPerStream, l.MaxPartitionsPerTopic, l.MaxPartitionsPerRequest, l.MaxTokensPerUser, l.MaxUsers} {
 		w.u32(v)
 	}
-	w.u32(s.streamCount)
-	for _, st := range s.streams {
-		if st == nil {
-			continue
-		}
+	w.u32(s.streams.live)
+	for st := range s.streams.all {
 		w.u32(st.ID)
 		w.u64(st.CreatedAt)
 		w.u64(st.Revision)
 		w.str8(st.Name)
 		w.options(st.Options)
-		w.u32(st.topicCount)
-		for _, t := range st.topics {
-			if t != nil {
-				w.topic(t)
-			}
+		w.u32(st.topics.live)
+		for t := range st.topics.all {
+			w.topic(t)
 		}
 	}
 	w.u32(uint32(len(s.users)))
@@ -332,7 +327,7 @@ func decodePayload(p []byte) (*State, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		if len(s.streams) > 0 && int(st.ID) < len(s.streams) {
+		if s.streams.live > 0 && st.ID < s.streams.size {
 			return nil, fmt.Errorf("%w: stream ids not ascending at %d", ErrSnapshot, st.ID)
 		}
 		if st.ID >= NamespaceMaxStreams {
@@ -341,10 +336,8 @@ func decodePayload(p []byte) (*State, error) {
 		if _, dup := s.streamNames[st.Name]; dup {
 			return nil, fmt.Errorf("%w: duplicate stream name %q", ErrSnapshot, st.Name)
 		}
-		s.streams = append(s.streams, make([]*Stream, int(st.ID)-len(s.streams)+1)...)
-		s.streams[st.ID] = st
+		s.streams.set(0, st.ID, st)
 		s.streamNames[st.Name] = st.ID
-		s.streamCount++
 	}
 	un := r.count(22)
 	for range un {
@@ -404,7 +397,7 @@ func (r *reader) stream(s *State) *Stream {
 		if r.err != nil {
 			return nil
 		}
-		if len(st.topics) > 0 && int(t.ID) < len(st.topics) {
+		if st.topics.live > 0 && t.ID < st.topics.size {
 			r.fail("topic ids not ascending at %d/%d", st.ID, t.ID)
 			return nil
 		}
@@ -416,10 +409,8 @@ func (r *reader) stream(s *State) *Stream {
 			r.fail("duplicate topic name %q in stream %d", t.Name, st.ID)
 			return nil
 		}
-		st.topics = append(st.topics, make([]*Topic, int(t.ID)-len(st.topics)+1)...)
-		st.topics[t.ID] = t
+		st.topics.set(0, t.ID, t)
 		st.topicNames[t.Name] = t.ID
-		st.topicCount++
 	}
 	return st
 }

@@ -79,11 +79,9 @@ type State struct {
 	bootstrapped bool
 	limits       Limits
 
-	streams        []*Stream // index = stream id; nil = free id
-	streamsGen     uint64
+	streams        table[Stream]
 	streamNames    map[string]uint32
 	streamNamesGen uint64
-	streamCount    uint32
 
 	users        []*User // ascending id
 	usersGen     uint64
@@ -111,11 +109,9 @@ type Stream struct {
 	Options  wire.Options
 
 	gen           uint64
-	topics        []*Topic // index = topic id; nil = free id
-	topicsGen     uint64
+	topics        table[Topic]
 	topicNames    map[string]uint32
 	topicNamesGen uint64
-	topicCount    uint32
 }
 
 // Topic is one topic. Exported fields are read-only.
@@ -230,12 +226,7 @@ func (s *State) Bootstrapped() bool { return s.bootstrapped }
 func (s *State) Limits() Limits { return s.limits }
 
 // Stream returns the stream with id, or nil.
-func (s *State) Stream(id uint32) *Stream {
-	if uint64(id) >= uint64(len(s.streams)) {
-		return nil
-	}
-	return s.streams[id]
-}
+func (s *State) Stream(id uint32) *Stream { return s.streams.get(id) }
 
 // StreamByName returns the stream named name, or nil.
 func (s *State) StreamByName(name string) *Stream {
@@ -243,7 +234,7 @@ func (s *State) StreamByName(name string) *Stream {
 	if !ok {
 		return nil
 	}
-	return s.streams[id]
+	return s.streams.get(id)
 }
 
 // ResolveStream resolves an identifier to a stream, or nil.
@@ -257,17 +248,15 @@ func (s *State) ResolveStream(id Identifier) *Stream {
 
 // Streams returns the live streams in ascending id order.
 func (s *State) Streams() []*Stream {
-	out := make([]*Stream, 0, s.streamCount)
-	for _, st := range s.streams {
-		if st != nil {
-			out = append(out, st)
-		}
+	out := make([]*Stream, 0, s.streams.live)
+	for st := range s.streams.all {
+		out = append(out, st)
 	}
 	return out
 }
 
 // StreamsCount is the number of live streams.
-func (s *State) StreamsCount() int { return int(s.streamCount) }
+func (s *State) StreamsCount() int { return int(s.streams.live) }
 
 // ResolveTopic resolves (stream, topic) identifiers, returning
 // StreamIDNotFound or TopicIDNotFound when either is missing.
@@ -298,12 +287,7 @@ func (s *State) ResolveGroup(stream, topic, group Identifier) (*Topic, *Consumer
 }
 
 // Topic returns the topic with id, or nil.
-func (st *Stream) Topic(id uint32) *Topic {
-	if uint64(id) >= uint64(len(st.topics)) {
-		return nil
-	}
-	return st.topics[id]
-}
+func (st *Stream) Topic(id uint32) *Topic { return st.topics.get(id) }
 
 // TopicByName returns the topic named name, or nil.
 func (st *Stream) TopicByName(name string) *Topic {
@@ -311,7 +295,7 @@ func (st *Stream) TopicByName(name string) *Topic {
 	if !ok {
 		return nil
 	}
-	return st.topics[id]
+	return st.topics.get(id)
 }
 
 // ResolveTopic resolves an identifier to a topic of st, or nil.
@@ -325,17 +309,15 @@ func (st *Stream) ResolveTopic(id Identifier) *Topic {
 
 // Topics returns the live topics in ascending id order.
 func (st *Stream) Topics() []*Topic {
-	out := make([]*Topic, 0, st.topicCount)
-	for _, t := range st.topics {
-		if t != nil {
-			out = append(out, t)
-		}
+	out := make([]*Topic, 0, st.topics.live)
+	for t := range st.topics.all {
+		out = append(out, t)
 	}
 	return out
 }
 
 // TopicsCount is the number of live topics.
-func (st *Stream) TopicsCount() int { return int(st.topicCount) }
+func (st *Stream) TopicsCount() int { return int(st.topics.live) }
 
 // PartitionsCount is the number of partitions.
 func (t *Topic) PartitionsCount() uint32 { return uint32(len(t.Partitions)) }
@@ -420,14 +402,8 @@ type GroupRef struct {
 // group id order (GET_CLIENT / GET_ME).
 func (s *State) Memberships(client ClientID) []GroupRef {
 	var out []GroupRef
-	for _, st := range s.streams {
-		if st == nil {
-			continue
-		}
-		for _, t := range st.topics {
-			if t == nil {
-				continue
-			}
+	for st := range s.streams.all {
+		for t := range st.topics.all {
 			for _, g := range t.groups {
 				if _, ok := g.Member(client); ok {
 					out = append(out, GroupRef{st.ID, t.ID, g.ID})
@@ -445,17 +421,12 @@ type Counts struct {
 
 // Counts walks the state once.
 func (s *State) Counts() Counts {
-	c := Counts{Streams: int(s.streamCount), Users: len(s.users)}
-	for _, st := range s.streams {
-		if st == nil {
-			continue
-		}
-		c.Topics += int(st.topicCount)
-		for _, t := range st.topics {
-			if t != nil {
-				c.Partitions += len(t.Partitions)
-				c.ConsumerGroups += len(t.groups)
-			}
+	c := Counts{Streams: int(s.streams.live), Users: len(s.users)}
+	for st := range s.streams.all {
+		c.Topics += int(st.topics.live)
+		for t := range st.topics.all {
+			c.Partitions += len(t.Partitions)
+			c.ConsumerGroups += len(t.groups)
 		}
 	}
 	return c

@@ -69,10 +69,7 @@ func TopicTotals(t *Topic, src StatsSource) (sizeBytes, messagesCount uint64) {
 
 // StreamTotals sums TopicTotals over a stream's topics.
 func StreamTotals(st *Stream, src StatsSource) (sizeBytes, messagesCount uint64) {
-	for _, t := range st.topics {
-		if t == nil {
-			continue
-		}
+	for t := range st.topics.all {
 		sz, n := TopicTotals(t, src)
 		sizeBytes += sz
 		messagesCount += n

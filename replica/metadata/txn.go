@@ -18,23 +18,16 @@ import (
 var txnSeq atomic.Uint64
 
 type txn struct {
-	id uint64
-	s  *State
+	id   uint64
+	s    *State // the new state, privatized along written paths
+	base *State // the state the command started from, never written
 }
 
 func begin(s *State) *txn {
 	ns := *s
-	t := &txn{id: txnSeq.Add(1), s: &ns}
+	t := &txn{id: txnSeq.Add(1), s: &ns, base: s}
 	ns.gen = t.id
 	return t
-}
-
-func (t *txn) streamsMut() []*Stream {
-	if t.s.streamsGen != t.id {
-		t.s.streams = slices.Clone(t.s.streams)
-		t.s.streamsGen = t.id
-	}
-	return t.s.streams
 }
 
 func (t *txn) streamNamesMut() map[string]uint32 {
@@ -47,23 +40,14 @@ func (t *txn) streamNamesMut() map[string]uint32 {
 
 // stream returns a private copy of live stream id.
 func (t *txn) stream(id uint32) *Stream {
-	ss := t.streamsMut()
-	st := ss[id]
+	st := t.s.streams.get(id)
 	if st.gen != t.id {
 		c := *st
 		c.gen = t.id
 		st = &c
-		ss[id] = st
+		t.s.streams.set(t.id, id, st)
 	}
 	return st
-}
-
-func (t *txn) topicsMut(st *Stream) []*Topic {
-	if st.topicsGen != t.id {
-		st.topics = slices.Clone(st.topics)
-		st.topicsGen = t.id
-	}
-	return st.topics
 }
 
 func (t *txn) topicNamesMut(st *Stream) map[string]uint32 {
@@ -76,13 +60,12 @@ func (t *txn) topicNamesMut(st *Stream) map[string]uint32 {
 
 // topic returns a private copy of live topic id of the private stream st.
 func (t *txn) topic(st *Stream, id uint32) *Topic {
-	ts := t.topicsMut(st)
-	tp := ts[id]
+	tp := st.topics.get(id)
 	if tp.gen != t.id {
 		c := *tp
 		c.gen = t.id
 		tp = &c
-		ts[id] = tp
+		st.topics.set(t.id, id, tp)
 	}
 	return tp
 }
