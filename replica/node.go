@@ -184,7 +184,7 @@ func (n *Node) Start() error {
 		return err
 	}
 	n.rt = rt
-	fss, impl, err := vfs.OpenShards(n.log, rt.Shards(), vfs.Options{})
+	fss, impl, err := vfs.OpenShards(n.log, rt.Shards(), vfs.Options{InlineWrites: true})
 	if err != nil {
 		return err
 	}

@@ -333,6 +333,26 @@ func (p *partition) flushSegments() {
 	p.publish()
 }
 
+// replicatedSegmentSyncBytes is how much unsynced segment data a
+// replicated topic's partition accumulates before its segments are
+// fdatasync'ed. Durability does not need it (the journal holds every
+// acknowledged op until a checkpoint syncs the segments); it spreads the
+// checkpoint's segment sync over the run so no single loop iteration
+// stalls on a whole checkpoint interval of data.
+const replicatedSegmentSyncBytes = 16 << 20
+
+// segmentSyncDue reports whether the segments should be synced in the next
+// group commit: for persisted topics when the flush thresholds
+// (messages_required_to_save, size_of_messages_required_to_save) are
+// reached, as Iggy fsyncs at a flush under enforce_fsync; for replicated
+// ones every replicatedSegmentSyncBytes.
+func (p *partition) segmentSyncDue() bool {
+	if p.msgDurability == metadata.DurabilityPersisted {
+		return p.unsyncedMsgs >= uint64(p.flushMessages) || p.unsyncedSize >= p.flushBytes
+	}
+	return p.unsyncedSize >= replicatedSegmentSyncBytes
+}
+
 // publish updates the statistics other goroutines read.
 func (p *partition) publish() {
 	s := p.stats

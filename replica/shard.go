@@ -288,6 +288,18 @@ func (sh *shardLoop) drive() {
 			sh.flushSegments()
 		}
 		if !progress && len(sh.dirty) == 0 {
+			if len(sh.segSyncs) > 0 && len(sh.syncGroups) == 0 {
+				// No group commit to ride (replicated topics journal
+				// without fdatasync): sync what is due on its own.
+				sh.batch.Reset()
+				plans := sh.addSegmentSyncs()
+				var err error
+				if !sh.batch.Empty() {
+					err = sh.fs.Submit(&sh.batch)
+				}
+				sh.batch.Reset()
+				completeSegmentSyncs(plans, err)
+			}
 			return
 		}
 	}
@@ -343,8 +355,7 @@ func (sh *shardLoop) flushSegments() {
 				p.pending = nil
 			}
 			p.publish()
-			if p.msgDurability == metadata.DurabilityPersisted && !p.syncWanted &&
-				(p.unsyncedMsgs >= uint64(p.flushMessages) || p.unsyncedSize >= p.flushBytes) {
+			if !p.syncWanted && p.segmentSyncDue() {
 				p.syncWanted = true
 				sh.segSyncs = append(sh.segSyncs, p)
 			}

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -239,4 +241,85 @@ func verifyAcked(t *testing.T, c *client.Client, topics map[string]string, acked
 			acked[key] = append(acked[key], ack{partition: p, base: next, first: probe, n: 1})
 		}
 	}
+}
+
+// TestMetadataCheckpointsAndReplay pushes the metadata group through
+// several checkpoints (snapshot.bin, superblock, view state, journal
+// compaction) and kills the server between them: the streams created before
+// each kill are all there after the restart, and nothing else is.
+func TestMetadataCheckpointsAndReplay(t *testing.T) {
+	s := start(t)
+	ctx := ctxT(t)
+	want := map[string]bool{}
+	next := 0
+	for round := 0; round < 3; round++ {
+		c := s.Root(t)
+		// 300 metadata ops per round: more than a checkpoint interval (256).
+		for i := 0; i < 150; i++ {
+			n := fmt.Sprintf("s-%d", next)
+			next++
+			if _, err := c.CreateStream(ctx, n, nil); err != nil {
+				t.Fatalf("round %d: create %s: %v", round, n, err)
+			}
+			want[n] = true
+			if i%3 == 0 {
+				must(t, c.DeleteStream(ctx, name(n)), "delete "+n)
+				delete(want, n)
+			} else {
+				must(t, c.UpdateStream(ctx, name(n), n+"-x", nil), "rename "+n)
+				delete(want, n)
+				want[n+"-x"] = true
+			}
+		}
+		_ = c.Close()
+		s.Kill()
+		s.Restart()
+		c = s.Root(t)
+		streams, err := c.GetStreams(ctx)
+		must(t, err, "get streams")
+		got := map[string]bool{}
+		for _, st := range streams {
+			got[st.Name] = true
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d streams after restart, want %d", round, len(got), len(want))
+		}
+		for n := range want {
+			if !got[n] {
+				t.Fatalf("round %d: stream %s lost", round, n)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.DataDir(), "metadata", "snapshot.bin")); err != nil {
+		t.Fatalf("no metadata checkpoint was written: %v", err)
+	}
+}
+
+// TestPausedServerResumes stops the process with SIGSTOP while a client
+// waits for an answer, then resumes it: the request completes and nothing
+// is lost.
+func TestPausedServerResumes(t *testing.T) {
+	s := start(t)
+	c := s.Root(t)
+	ctx := ctxT(t)
+	createStreamTopic(t, c, "p", "t", 1, nil)
+	must(t, s.Pause(), "SIGSTOP")
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.SendMessages(ctx, name("p"), name("t"), wire.PartitionByID(0), payloadMsgs(t, 0, 0, 5, 32))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a stopped server answered: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	must(t, s.Resume(), "SIGCONT")
+	select {
+	case err := <-done:
+		must(t, err, "send across the pause")
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer after SIGCONT")
+	}
+	wantOffsets(t, poll(t, c, "p", "t", 0, wire.PollFromFirst(), 10, wire.SingleConsumer(id(1)), false), 0, 5)
 }
