@@ -175,6 +175,12 @@ func (n *Node) Start() error {
 			return fmt.Errorf("replica: creating %s: %w", d, err)
 		}
 	}
+	// state/log is Iggy's legacy state file: created empty, never written.
+	if _, err := osfs.Stat(filepath.Join(cfg.Path, "state", "log")); errors.Is(err, fs.ErrNotExist) {
+		if err := vfs.WriteFileAtomic(osfs, filepath.Join(cfg.Path, "state", "log"), nil, 0o644); err != nil {
+			return fmt.Errorf("replica: creating state/log: %w", err)
+		}
+	}
 	cpus, err := cfg.ShardCPUs()
 	if err != nil {
 		return err
