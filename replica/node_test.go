@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -141,5 +140,4 @@ func TestNodeConcurrentClients(t *testing.T) {
 	if st.MessagesCount != producers*batches*perBatch {
 		t.Fatalf("stats after restart: %d messages", st.MessagesCount)
 	}
-	_ = fmt.Sprint()
 }

@@ -16,7 +16,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard"
@@ -886,5 +885,3 @@ func vsrChecksum(u xxh3.Uint128) vsr.Checksum {
 	binary.LittleEndian.PutUint64(c[8:], u.Hi)
 	return c
 }
-
-var _ = journal.ErrFull

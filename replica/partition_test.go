@@ -2,7 +2,6 @@ package replica
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"testing"
 
@@ -284,5 +283,3 @@ func FuzzPurgeGen(f *testing.F) {
 		}
 	})
 }
-
-var _ = fmt.Sprint

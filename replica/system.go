@@ -20,7 +20,6 @@ import (
 
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/metadata"
-	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -296,5 +295,3 @@ func processList() []byte {
 	}
 	return b.Bytes()
 }
-
-var _ = shard.MetadataGroup
