@@ -53,9 +53,9 @@ type conn struct {
 	session uint64
 	userID  uint32
 
-	member  atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
-	ended   atomic.Bool
-	rr      uint32 // group polls without a partition: round robin over owned partitions
+	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
+	ended  atomic.Bool
+	rr     uint32 // group polls without a partition: round robin over owned partitions
 }
 
 func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
