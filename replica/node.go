@@ -435,7 +435,7 @@ func (n *Node) bootPartitions() error {
 				ns := shard.MustNamespace(st.ID, tp.ID, p.ID)
 				i := shard.OwningShard(ns, len(n.shards))
 				perShard[i] = append(perShard[i], partitionSpec{stream: st.ID, topic: tp.ID, id: p.ID,
-					revision: p.Revision, config: tp.Config})
+					revision: p.Revision, config: tp.Config, purgeGen: p.PurgeGeneration})
 				keep[partitionDir(n.cfg.Path, st.ID, tp.ID, p.ID)] = true
 			}
 		}
@@ -455,6 +455,11 @@ func (n *Node) bootPartitions() error {
 				if err != nil {
 					errs[i] = err
 					return
+				}
+				if spec.purgeGen > p.purgeGen {
+					p.g.submit(&task{kind: tkPartPurge, onDone: func(*task) {}},
+						vsr.Request{Operation: opPurgePartition, WallClock: nowMicros(), Body: u64Bytes(spec.purgeGen)})
+					sh.settle()
 				}
 				n.registerPartition(p)
 			}

@@ -108,6 +108,10 @@ type partitionSpec struct {
 	stream, topic, id uint32
 	revision          uint64
 	config            metadata.TopicConfig
+	// purgeGen is the purge generation the metadata recorded; a partition
+	// behind it (the purge committed but a crash stopped the partition's
+	// own purge op) is purged at boot.
+	purgeGen uint64
 }
 
 const incarnationFile = "incarnation"
