@@ -7,7 +7,7 @@ BIN     := bin
 # Time each fuzz target runs under `make fuzz` (CI uses the short default).
 FUZZTIME ?= 10s
 
-.PHONY: all build run test test-short vet fmt-check bench bench-storage fuzz sim sim-mutations clean
+.PHONY: all build run test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean
 
 all: build
 
@@ -35,6 +35,13 @@ test: fmt-check vet
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# End-to-end server figures only (tests/bench, also part of `make bench`):
+# produce and consume of 1 KB x 1,000-message batches, one and four
+# clients, replicated and persisted topics, against a real iggo-server.
+SERVER_BENCHTIME ?= 300x
+bench-server:
+	$(GO) test -run '^$$' -bench . -benchtime $(SERVER_BENCHTIME) ./tests/bench/
 
 # Runs every Fuzz* target in every package for FUZZTIME each. Go 1.26's fuzz
 # engine can end a time-bounded run with "context deadline exceeded" and no
