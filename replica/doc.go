@@ -63,10 +63,11 @@
 // meaning persisted) decides whether a send's journal append is
 // fdatasync'ed before the ack; consumer_offset_durability decides it for
 // offset stores. Metadata appends are always fdatasync'ed. Segments are
-// written after commit and made durable by checkpoints (and, for persisted
-// topics, whenever the flush thresholds messages_required_to_save /
-// size_of_messages_required_to_save are reached; for replicated ones every
-// 16 MiB, which only spreads the checkpoint's work). Every 64 applied ops a
+// written after commit and made durable by checkpoints; in between they are
+// fdatasync'ed, riding the next group commit, whenever the topic's flush
+// thresholds (messages_required_to_save, size_of_messages_required_to_save,
+// with floors of 16,384 messages and 16 MiB) have accumulated, which only
+// spreads the checkpoint's work. Every 64 applied ops a
 // partition checkpoints: pending segment writes, segment fdatasync and
 // index, the checkpoint file, the superblock (checkpoint op, checksum,
 // offset frontier), then the view state naming it; after that the journal

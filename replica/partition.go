@@ -336,24 +336,25 @@ func (p *partition) flushSegments() {
 	p.publish()
 }
 
-// replicatedSegmentSyncBytes is how much unsynced segment data a
-// replicated topic's partition accumulates before its segments are
-// fdatasync'ed. Durability does not need it (the journal holds every
-// acknowledged op until a checkpoint syncs the segments); it spreads the
-// checkpoint's segment sync over the run so no single loop iteration
-// stalls on a whole checkpoint interval of data.
-const replicatedSegmentSyncBytes = 16 << 20
+// Segment syncs during normal operation. Durability does not need them:
+// the journal holds every acknowledged op (fdatasync'ed under persisted
+// durability) until a checkpoint makes the segments durable. They spread a
+// checkpoint's segment sync over the run so no loop iteration stalls on a
+// whole checkpoint interval of data, and they ride the next group commit.
+// The topic's flush thresholds (messages_required_to_save,
+// size_of_messages_required_to_save) set the cadence, never finer than
+// these floors: a sync per small batch would double the fdatasyncs on the
+// ack path for nothing.
+const (
+	segmentSyncBytesMin    = 16 << 20
+	segmentSyncMessagesMin = 16 << 10
+)
 
 // segmentSyncDue reports whether the segments should be synced in the next
-// group commit: for persisted topics when the flush thresholds
-// (messages_required_to_save, size_of_messages_required_to_save) are
-// reached, as Iggy fsyncs at a flush under enforce_fsync; for replicated
-// ones every replicatedSegmentSyncBytes.
+// group commit.
 func (p *partition) segmentSyncDue() bool {
-	if p.msgDurability == metadata.DurabilityPersisted {
-		return p.unsyncedMsgs >= uint64(p.flushMessages) || p.unsyncedSize >= p.flushBytes
-	}
-	return p.unsyncedSize >= replicatedSegmentSyncBytes
+	return p.unsyncedSize >= max(p.flushBytes, segmentSyncBytesMin) ||
+		p.unsyncedMsgs >= max(uint64(p.flushMessages), segmentSyncMessagesMin)
 }
 
 // publish updates the statistics other goroutines read.
