@@ -69,7 +69,7 @@ func (r *Replica) boot(b Boot) error {
 		r.freezeViewHeaders()
 		r.markView()
 		r.enterNormalPrimary()
-	case uncertain || b.Rejoin:
+	case uncertain || b.Rejoin || s.HeadPending:
 		r.fenced = true
 		r.fence = r.view
 		r.markView()
@@ -78,7 +78,7 @@ func (r *Replica) boot(b Boot) error {
 	case r.logView < r.view:
 		r.status = statusViewChange
 		r.svcView = r.view
-		r.svcFrom[r.self] = true
+		r.voteFrom(r.self)
 		r.t.svc.start(r, 1)
 		r.t.status.start(r, r.tk.vcStatus)
 		if p := int(r.primaryIndex(r.view)); p != r.self {
@@ -175,38 +175,63 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 	if len(entries) == 0 || cut <= r.checkpoint {
 		// Nothing beyond the checkpoint: start the journal afresh after it.
 		if len(entries) > 0 {
-			r.journalOp(JournalOp{Kind: JournalDiscard, Op: max(r.checkpoint, jHead)})
+			if jHead > r.checkpoint {
+				r.journalOp(JournalOp{Kind: JournalTruncate, Op: r.checkpoint})
+			}
+			r.journalOp(JournalOp{Kind: JournalDiscard, Op: r.checkpoint})
 		} else if r.checkpoint > 0 {
 			r.journalOp(JournalOp{Kind: JournalDiscard, Op: r.checkpoint})
 		}
 		r.journalHead, r.durableHead, r.journalFloor, r.op = r.checkpoint, r.checkpoint, 0, r.checkpoint
 		r.discarded = r.checkpoint
+		r.baseOp, r.baseID = r.checkpoint, r.checkpointID
 		r.loadViewHeaders(s, r.checkpoint)
 		r.commitMax = max(r.commitMax, min(committed, r.checkpoint), s.Commit)
 		return uncertain, nil
 	}
 
-	// The highest journal op that matches the view headers (their anchor or
-	// one of their headers) proves the prefix below it canonical.
-	k := min(cut, committed)
-	vhHead := s.head()
-	for x := min(cut, vhHead); x >= max(s.Commit, jFloor) && x > 0; x-- {
-		h := at(x)
-		if h == nil {
-			continue
+	// Which journal prefix is canonical for log_view? Three kinds of proof,
+	// each covering the whole chain below the op it applies to:
+	//   - an op at or below the committed point the commit fields show;
+	//   - an op prepared in log_view itself: the one primary of that view
+	//     prepared it, so it is in that view's log;
+	//   - an op matching the view headers (their anchor — op 0, the root,
+	//     for a replica that never adopted a StartView — or one of them).
+	// Entries above the proven prefix are leftovers of older views whose
+	// truncation did not survive a crash: the replica never acknowledged them
+	// in log_view (above an op prepared in log_view every op of that view's
+	// log was prepared in it too), so dropping them cannot make a nack false.
+	journalID := func(x uint64) (Checksum, bool) {
+		if x == 0 {
+			return Checksum{}, true
 		}
-		var want Checksum
-		if x == s.Commit {
-			want = s.CommitID
-		} else {
+		if x <= cut {
+			if h := at(x); h != nil {
+				return h.Identity(), true
+			}
+		}
+		if x+1 <= cut {
+			if h := at(x + 1); h != nil {
+				return h.Parent(), true
+			}
+		}
+		return Checksum{}, false
+	}
+	k := max(r.checkpoint, min(cut, committed))
+	for x := cut; x > k; x-- {
+		if h := at(x); h != nil && h.PrepareView() == r.logView {
+			k = x
+			break
+		}
+	}
+	vhHead := s.head()
+	for x := min(cut, vhHead); x > k && x+1 > s.Commit; x-- {
+		want := s.CommitID
+		if x > s.Commit {
 			want = s.Headers[vhHead-x].Identity()
 		}
-		if h.Identity() == want {
-			if r.logView == r.view && x == vhHead {
-				k = cut // normal when it stopped: the journal extends its view headers
-			} else {
-				k = max(k, x)
-			}
+		if have, ok := journalID(x); ok && have == want {
+			k = x
 			break
 		}
 	}
@@ -214,6 +239,7 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 		k = cut // a solo replica committed every op it journaled
 	}
 	k = max(k, r.checkpoint)
+	r.journalHead, r.durableHead = k, k
 	if k > r.windowLimit() {
 		return false, fmt.Errorf("%w: journal holds op %d, more than journal_slots above checkpoint %d",
 			ErrConfig, k, r.checkpoint)
@@ -231,7 +257,7 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 			sl.j = jDurable
 		}
 	}
-	r.journalFloor, r.journalHead, r.durableHead, r.op = jFloor, k, k, k
+	r.journalFloor, r.op = jFloor, k
 	r.loadViewHeaders(s, k)
 	r.commitMax = max(r.commitMax, min(committed, k), s.Commit)
 	return uncertain, nil

@@ -13,6 +13,9 @@ func DescribeControl(h *Header) string {
 	case CmdCommit:
 		return fmt.Sprintf("commit=%d op=%d beat=%d", h.ctlA(), h.ctlB(), h.ctlC())
 	case CmdStartViewChange:
+		if h.u32(offCommandArea)&svcFlagEntered != 0 {
+			return "entered"
+		}
 		return ""
 	case CmdDoViewChange:
 		return fmt.Sprintf("log_view=%d commit=%d op=%d nack=%s present=%s%s", h.dvcLogView(), h.ctlA(), h.ctlB(),
@@ -47,4 +50,44 @@ func bitString(b bitset128, n int) string {
 		}
 	}
 	return string(s)
+}
+
+// ControlFields are the command-specific fields of a control header, decoded
+// for tools, tests and the simulator's checks. Fields a command does not
+// carry are zero.
+type ControlFields struct {
+	// Op: PrepareOk the acknowledged op; Commit/DoViewChange/StartView the
+	// head op.
+	Op uint64
+	// Commit and CommitID: Commit/DoViewChange/StartView commit point.
+	Commit   uint64
+	CommitID Checksum
+	// ID: PrepareOk the identity of Op.
+	ID Checksum
+	// LogView: DoViewChange.
+	LogView uint32
+	// Entered: StartViewChange from a replica already in that view.
+	Entered bool
+	// Nonce: StartView, RequestStartView and the repair/transfer commands.
+	Nonce uint64
+}
+
+// Control decodes the command-specific fields of h.
+func (h *Header) Control() ControlFields {
+	switch h.Command() {
+	case CmdPrepareOk:
+		return ControlFields{Op: h.ctlA(), ID: h.ctlChecksum()}
+	case CmdCommit:
+		return ControlFields{Op: h.ctlB(), Commit: h.ctlA(), CommitID: h.ctlChecksum()}
+	case CmdDoViewChange:
+		return ControlFields{Op: h.ctlB(), Commit: h.ctlA(), CommitID: h.ctlChecksum(), LogView: h.dvcLogView()}
+	case CmdStartView:
+		return ControlFields{Op: h.ctlB(), Commit: h.ctlA(), CommitID: h.ctlChecksum(), Nonce: h.ctlC()}
+	case CmdStartViewChange:
+		return ControlFields{Entered: h.u32(offCommandArea)&svcFlagEntered != 0}
+	case CmdRequestStartView, CmdRequestPrepares, CmdRangeEvicted, CmdRequestManifest, CmdManifest,
+		CmdRequestChunk, CmdChunk:
+		return ControlFields{Nonce: h.nonce()}
+	}
+	return ControlFields{}
 }

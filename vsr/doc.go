@@ -246,7 +246,8 @@
 // Commit (3): 80 [16] identity of commit; 96 u64 commit; 104 u64 primary's
 // head op; 112 u64 heartbeat counter; 120 u64 checkpoint.
 //
-// StartViewChange (4): no fields.
+// StartViewChange (4): 80 u32 flags (bit 0: the sender already entered view
+// change status for this view, on a quorum; receivers may follow at once).
 //
 // DoViewChange (5), body = headers of ops op, op−1, …, commit+1 (≤ PipelineMax),
 // each a normalized prepare header chained to the next and the last to the

@@ -109,7 +109,7 @@ func validateCommand(m Message) error {
 			return malformed("commit: op 0 with identity")
 		}
 	case CmdStartViewChange:
-		if len(m.Body) != 0 || !allZero(h[offCommandArea:]) {
+		if len(m.Body) != 0 || !allZero(h[offCommandArea+4:]) || h.u32(offCommandArea)&^svcFlagEntered != 0 {
 			return malformed("start_view_change: body or reserved bytes")
 		}
 	case CmdDoViewChange:
@@ -226,9 +226,6 @@ func validateSuffix(h *Header, body []byte, maxPrepareView uint32) (int, error) 
 	}
 	if uint64(len(body)) != want*HeaderSize {
 		return 0, malformed("%s: body %d bytes, want %d headers", h.Command(), len(body), want)
-	}
-	if h.ctlD() > commit && h.ctlD() > op {
-		return 0, malformed("%s: checkpoint %d above op", h.Command(), h.ctlD())
 	}
 	n := int(want)
 	for i := 0; i < n; i++ {

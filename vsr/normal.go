@@ -112,6 +112,9 @@ func (r *Replica) Tick() {
 	}
 	r.ticks++
 	r.stateRetry.tick()
+	// The probe timer also rate-limits probes of newer views in any status,
+	// so it must run down everywhere.
+	probe := r.t.rsv.tick()
 	switch r.status {
 	case statusNormal:
 		if r.isPrimary() {
@@ -122,7 +125,7 @@ func (r *Replica) Tick() {
 	case statusViewChange:
 		r.tickViewChange()
 	case statusRecovering, statusRecoveringHead:
-		r.tickRecovering()
+		r.tickRecovering(probe)
 	}
 	if r.t.repair.tick() {
 		r.repairFire()
@@ -148,8 +151,14 @@ func (r *Replica) tickPrimary() {
 	}
 	// A primary that no longer hears a replication quorum stops its
 	// heartbeats so the backups elect someone who can make progress
-	// (asymmetric partitions would otherwise keep it in office forever).
+	// (asymmetric partitions would otherwise keep it in office forever), and
+	// campaigns for the next view itself.
+	was := r.abdicated
 	r.abdicated = heardFrom < r.qRep
+	if r.abdicated && !was {
+		r.voteViewChange(max(r.view+1, r.svcView))
+	}
+	r.campaignTick()
 	if r.t.commit.tick() {
 		if !r.abdicated {
 			r.broadcast(r.commitMessage())
@@ -167,10 +176,7 @@ func (r *Replica) tickBackup() {
 	if r.t.heartbeat.tick() {
 		r.voteViewChange(max(r.view+1, r.svcView))
 	}
-	if r.t.svc.tick() && r.svcView > r.view && r.svcFrom[r.self] {
-		r.broadcast(r.svcMessage(r.svcView))
-		r.t.svc.startBackoff(r, r.tk.vcRetransmit)
-	}
+	r.campaignTick()
 }
 
 // ---------------------------------------------------------------------------
@@ -462,8 +468,9 @@ func (r *Replica) onCommit(from int, h *Header) {
 		r.t.heartbeat.start(r, r.tk.heartbeat)
 		// A heard primary means this replica's own vote for a new view is
 		// moot; it stops campaigning.
-		if r.svcFrom[r.self] && r.svcView > r.view {
-			r.svcFrom[r.self] = false
+		if r.campaigning {
+			r.campaigning = false
+			r.svcFrom[r.self] = 0
 			r.t.svc.stop()
 		}
 	}
@@ -519,7 +526,7 @@ func (r *Replica) prepareOkMessage() Message {
 	op := r.durableHead
 	id, ok := r.identityOf(op)
 	if !ok {
-		panic(fmt.Sprintf("vsr: replica %d: no identity for durable head %d", r.self, op))
+		panic(fmt.Sprintf("vsr: replica %d: no identity for durable head %d (slot holds %d, journal %d, commit %d/%d, ckpt %d, op %d)", r.self, op, r.ring[op%uint64(len(r.ring))].op, r.journalHead, r.commitMin, r.commitMax, r.checkpoint, r.op))
 	}
 	h.putSum(offCtlChecksum, id)
 	h.put64(offCtlA, op)
@@ -624,10 +631,14 @@ func (r *Replica) ReadDone(op uint64, frame []byte, err error) {
 	}
 	if s != nil && s.reading {
 		s.reading = false
-		if ok && (*Header)(frame[:HeaderSize]).Identity() == s.h.Identity() {
+		switch {
+		case ok && (*Header)(frame[:HeaderSize]).Identity() == s.h.Identity():
 			r.setBody(s, body)
-		} else if s.j == jDurable {
-			s.j = jFaulty
+		case err != nil:
+			// An I/O error may pass: read again later.
+			r.readRetry = r.ticks + uint64(r.tk.prepare)
+		case s.j == jDurable:
+			s.j = jFaulty // the bytes are wrong: fetch it from a peer
 		}
 	}
 	if ok {
@@ -657,6 +668,7 @@ func (r *Replica) pump() {
 	if r.stopped != nil {
 		return
 	}
+	r.installViewHeaders()
 	r.pumpAppends()
 	r.commitCheck()
 	r.pumpCommits()
@@ -686,6 +698,9 @@ func (r *Replica) pumpAppends() {
 			panic(fmt.Sprintf("vsr: replica %d: op %d does not chain to journal head", r.self, op))
 		}
 		s.j = jWriting
+		if r.journalFloor == 0 {
+			r.journalFloor = op
+		}
 		r.journalOp(JournalOp{Kind: JournalAppend, Op: op, Header: &s.h, Body: s.body,
 			Sync: r.cfg.Durability == Persisted})
 		r.journalHead = op
@@ -705,7 +720,7 @@ func (r *Replica) pumpCommits() {
 			return // header missing: repair fills it
 		}
 		if !s.hasBody {
-			if s.j == jDurable && !s.reading {
+			if s.j == jDurable && !s.reading && r.ticks >= r.readRetry {
 				s.reading = true
 				r.out.Reads = append(r.out.Reads, Read{Op: op, Identity: s.h.Identity()})
 			}
@@ -725,20 +740,21 @@ func (r *Replica) apply(s *slot) {
 		body     []byte
 		status   = StatusOK
 		eviction EvictionReason
+		replyOp  = op
 	)
 	if r.sessions != nil {
-		body, status, eviction = r.sessions.apply(h, s.body, r.sm)
+		body, status, eviction, replyOp = r.sessions.apply(h, s.body, r.sm)
 	} else {
 		body = r.sm.Apply(h, s.body)
 	}
 	r.commitMin = op
 	if s.hasToken {
 		r.reply(Reply{Token: s.token, Client: h.Client(), Session: h.Session(), Request: h.Request(),
-			Operation: h.Operation(), Op: op, Commit: r.commitMax, Timestamp: h.Timestamp(),
+			Operation: h.Operation(), Op: replyOp, Commit: r.commitMax, Timestamp: h.Timestamp(),
 			Status: status, Eviction: eviction, Body: body})
 		s.hasToken = false
 	}
-	r.applyOrphans(h, body, status, eviction)
+	r.applyOrphans(h, body, status, eviction, replyOp)
 	r.maybeDropBody(s)
 	if r.commitMin >= r.checkpoint+uint64(r.cfg.CheckpointInterval) {
 		r.maybeCheckpoint()

@@ -20,21 +20,17 @@ func (r *Replica) adoptOrphan(s *slot) {
 		client: s.h.Client(), session: s.h.Session(), request: s.h.Request(), operation: s.h.Operation()})
 	s.hasToken = false
 	for limit := r.cfg.RequestQueueDepth + PipelineMax; len(r.orphans) > limit; {
-		r.replyOrphan(r.orphans[0], nil, StatusTransientNotCommitted, EvictNone, 0)
+		r.replyOrphan(r.orphans[0], nil, StatusTransientNotCommitted, EvictNone, 0, 0)
 		r.orphans = r.orphans[1:]
 	}
 }
 
-func (r *Replica) replyOrphan(o orphanToken, body []byte, st Status, ev EvictionReason, ts uint64) {
-	op := uint64(0)
-	if st != StatusTransientNotCommitted {
-		op = o.op
-	}
+func (r *Replica) replyOrphan(o orphanToken, body []byte, st Status, ev EvictionReason, ts, op uint64) {
 	r.reply(Reply{Token: o.token, Client: o.client, Session: o.session, Request: o.request,
 		Operation: o.operation, Op: op, Commit: r.commitMax, Timestamp: ts, Status: st, Eviction: ev, Body: body})
 }
 
-func (r *Replica) applyOrphans(h *Header, body []byte, st Status, ev EvictionReason) {
+func (r *Replica) applyOrphans(h *Header, body []byte, st Status, ev EvictionReason, replyOp uint64) {
 	if len(r.orphans) == 0 {
 		return
 	}
@@ -42,9 +38,9 @@ func (r *Replica) applyOrphans(h *Header, body []byte, st Status, ev EvictionRea
 	for _, o := range r.orphans {
 		switch {
 		case o.op == h.Op() && o.id == h.Identity():
-			r.replyOrphan(o, body, st, ev, h.Timestamp())
+			r.replyOrphan(o, body, st, ev, h.Timestamp(), replyOp)
 		case o.op <= h.Op():
-			r.replyOrphan(o, nil, StatusTransientNotCommitted, EvictNone, 0)
+			r.replyOrphan(o, nil, StatusTransientNotCommitted, EvictNone, 0, 0)
 		default:
 			keep = append(keep, o)
 		}
@@ -58,7 +54,7 @@ func (r *Replica) expireOrphans(upTo uint64) {
 	keep := r.orphans[:0]
 	for _, o := range r.orphans {
 		if o.op <= upTo {
-			r.replyOrphan(o, nil, StatusTransientNotCommitted, EvictNone, 0)
+			r.replyOrphan(o, nil, StatusTransientNotCommitted, EvictNone, 0, 0)
 		} else {
 			keep = append(keep, o)
 		}

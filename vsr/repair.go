@@ -9,7 +9,7 @@ type repairState struct {
 	attempt  int
 	lastLo   uint64
 	lastHi   uint64
-	progress [3]uint64
+	progress [4]uint64
 	// pending holds repair prepares that could not be verified yet because
 	// the prepare above them had not arrived (responses may be reordered).
 	pending map[uint64]Message
@@ -28,16 +28,21 @@ type serveState struct {
 	length   uint32
 }
 
-// repairTarget returns the next range of ops to fetch: the lowest op the
-// replica needs (to journal or to apply) and lacks, extended over a run of
-// such ops. Ops without a known header are fetched just below the nearest
-// known identity above them, so each arriving prepare can be verified by the
-// hash chain from the top down.
-func (r *Replica) repairTarget() (lo, hi uint64, ok bool) {
+// repairTarget returns the next range of ops to fetch and whom to ask: the
+// lowest op the replica needs (to journal or to apply) and lacks, extended
+// over a run of such ops.
+//
+// Ops whose header is known verify against it, so any peer may serve them.
+// Ops without a known header are asked of the primary of the current view by a
+// normal backup: what that primary sends in its view is canonical. Anyone
+// else asks for them just below the nearest op whose identity it knows, so
+// each arriving prepare verifies by the hash chain from the top down.
+func (r *Replica) repairTarget() (lo, hi uint64, toPrimary, ok bool) {
 	if r.xfer != nil || r.solo() {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	chunk := uint64(r.cfg.RepairChunkMax)
+	backup := r.status == statusNormal && !r.isPrimary()
 	start := min(r.journalHead, r.commitMin)
 	top := max(r.op, r.anchorOp)
 	limit := min(top, r.windowLimit())
@@ -48,11 +53,23 @@ func (r *Replica) repairTarget() (lo, hi uint64, ok bool) {
 			for y <= top && r.slotAt(y) == nil && y != r.anchorOp {
 				y++
 			}
-			lo = x
-			if y-1 >= chunk && y-chunk > x {
-				lo = y - chunk
+			if r.slotAt(y) != nil {
+				y-- // y's header is known: fetch from just below it
 			}
-			return lo, y - 1, true
+			if y > top || y > r.windowLimit() {
+				// Nothing known above within reach: only the primary can vouch
+				// for these (a peer that no longer holds them answers
+				// RangeEvicted, and the replica transfers state instead).
+				if !backup {
+					return 0, 0, false, false
+				}
+				return x, min(limit, x+chunk-1), true, true
+			}
+			lo = x
+			if y+1 > chunk && y+1-chunk > x {
+				lo = y + 1 - chunk
+			}
+			return lo, y, false, true
 		}
 		if !s.hasBody && !s.reading && (x > r.journalHead || (x > r.commitMin && s.j == jFaulty)) {
 			hi = x
@@ -63,21 +80,23 @@ func (r *Replica) repairTarget() (lo, hi uint64, ok bool) {
 				}
 				hi++
 			}
-			return x, hi, true
+			return x, hi, false, true
 		}
 	}
-	if r.status == statusNormal && !r.isPrimary() && r.primaryHead > r.op && r.op < r.windowLimit() {
-		return r.op + 1, min(r.primaryHead, r.op+chunk, r.windowLimit()), true
+	if backup && r.primaryHead > r.op && r.op < r.windowLimit() {
+		return r.op + 1, min(r.primaryHead, r.op+chunk, r.windowLimit()), true, true
 	}
-	return 0, 0, false
+	return 0, 0, false, false
 }
 
 // repairCheck runs after every input: it arms the repair timer when
-// something is missing (a short debounce, since the primary's retransmissions
-// may already be on their way) and fires at once when the previous request
-// was satisfied.
+// something is missing (after a short debounce, since the primary's
+// retransmissions may already be on their way), fires at once when the
+// previous request was satisfied, and asks again soon — without backing off —
+// when the previous request was only partly answered (the server may serve
+// fewer ops per request than asked).
 func (r *Replica) repairCheck() {
-	lo, _, ok := r.repairTarget()
+	lo, hi, _, ok := r.repairTarget()
 	if !ok {
 		if r.t.repair.armed {
 			r.t.repair.stop()
@@ -94,21 +113,27 @@ func (r *Replica) repairCheck() {
 		}
 	case r.rep.lastHi != 0 && lo > r.rep.lastHi:
 		r.repairFire()
+	case r.rep.lastLo != 0 && (lo != r.rep.lastLo || hi != r.rep.lastHi):
+		r.rep.lastLo, r.rep.lastHi = lo, hi
+		r.t.repair.startExact(max(1, r.tk.prepare/4))
 	}
 }
 
 func (r *Replica) repairFire() {
-	lo, hi, ok := r.repairTarget()
+	lo, hi, toPrimary, ok := r.repairTarget()
 	if !ok {
 		r.t.repair.stop()
 		return
 	}
-	progress := [3]uint64{r.op, r.journalHead, r.commitMin}
+	progress := [4]uint64{r.op, r.journalHead, r.commitMin, hi}
 	if progress != r.rep.progress {
 		r.rep.progress = progress
 		r.rep.attempt = 0
 	}
 	peer := r.repairPeer(lo)
+	if toPrimary {
+		peer = int(r.primaryIndex(r.view))
+	}
 	r.rep.nonce++
 	r.rep.lastLo, r.rep.lastHi = lo, hi
 	h := r.newHeader(CmdRequestPrepares)
@@ -203,8 +228,13 @@ func (r *Replica) onRequestPrepares(from int, h *Header) {
 		r.send(from, r.finish(e, nil))
 		lo = floor
 	}
-	hi = min(hi, r.op, lo+uint64(r.cfg.RepairChunkMax)-1)
-	for x := lo; x <= hi; x++ {
+	// Serve the top of the range first: a requester that verifies by the
+	// hash chain from above needs the highest op before the lower ones.
+	hi = min(hi, r.op)
+	if hi >= lo && hi-lo+1 > uint64(r.cfg.RepairChunkMax) {
+		lo = hi - uint64(r.cfg.RepairChunkMax) + 1
+	}
+	for x := hi; x >= lo && x > 0; x-- {
 		s := r.slotAt(x)
 		switch {
 		case s != nil && s.hasBody:

@@ -100,16 +100,22 @@ type Replica struct {
 	checkpoint   uint64
 	checkpointID Checksum
 	checkpointTS uint64
-	ckptBusy     bool
-	ckptFresh    bool // a checkpoint request waits in Ready: apply nothing more
-	resume       bool // Ready released a checkpoint hold: pump on the next HasReady
-	ckptOp       uint64
-	ckptID       Checksum
-	ckptTS       uint64
-	discarded    uint64 // highest op discarded from the journal
-	manifest     *Manifest
-	lastTS       uint64
-	cachedBytes  int
+	// baseOp/baseID: the op below the first op of a journal that was reset
+	// (state transfer, or a boot that dropped the journal), whose header the
+	// replica may not hold.
+	baseOp      uint64
+	baseID      Checksum
+	ckptBusy    bool
+	ckptFresh   bool // a checkpoint request waits in Ready: apply nothing more
+	resume      bool // Ready released a checkpoint hold: pump on the next HasReady
+	ckptOp      uint64
+	ckptID      Checksum
+	ckptTS      uint64
+	discarded   uint64 // highest op discarded from the journal
+	manifest    *Manifest
+	lastTS      uint64
+	cachedBytes int
+	readRetry   uint64 // tick before which failed reads are not retried
 
 	ackDirty            bool   // a cumulative PrepareOk is owed
 	primaryHead         uint64 // the primary's head as its heartbeats report it
@@ -126,9 +132,10 @@ type Replica struct {
 
 	// View change state.
 	svcView      uint32
-	svcFrom      []bool
+	svcFrom      []uint64 // per replica: tick+1 of its latest vote for svcView
 	dvcs         []*dvcVote
 	primaryReady bool // primary-elect adopted the merged log, repairing
+	campaigning  bool // this replica wants a new view (its vote follows the highest target)
 
 	probes int
 
@@ -189,7 +196,7 @@ func New(cfg Config, sm StateMachine, boot Boot) (*Replica, error) {
 		acked:       make([]uint64, n),
 		heard:       make([]uint64, n),
 		peerInc:     make([]uint64, n),
-		svcFrom:     make([]bool, n),
+		svcFrom:     make([]uint64, n),
 		dvcs:        make([]*dvcVote, n),
 		serve:       make([]serveState, n),
 	}
@@ -337,6 +344,7 @@ func (r *Replica) currentState() *State {
 		View:         r.view,
 		LogView:      r.logView,
 		Fenced:       r.fenced,
+		HeadPending:  r.status == statusRecoveringHead,
 		FenceView:    r.fence,
 		Commit:       r.vhCommit,
 		CommitID:     r.vhCommitID,
@@ -449,9 +457,10 @@ func (r *Replica) slotAt(op uint64) *slot {
 }
 
 // windowLimit is the highest op the replica may hold: the ring must keep every
-// op above the checkpoint, because a restart replays them.
+// op above the checkpoint (a restart replays them) and every op whose append
+// has not completed (its completion must find it).
 func (r *Replica) windowLimit() uint64 {
-	return r.checkpoint + uint64(len(r.ring)) - 1
+	return min(r.checkpoint, r.durableHead) + uint64(len(r.ring)) - 1
 }
 
 // putHeader installs a canonical header; the slot's previous occupant must be
@@ -469,8 +478,9 @@ func (r *Replica) putHeader(h *Header) *slot {
 		}
 		return s
 	}
-	if s.op != 0 && s.op > r.commitMin {
-		panic(fmt.Sprintf("vsr: replica %d: evicting unapplied op %d for op %d", r.self, s.op, op))
+	if s.op != 0 && (s.op > r.commitMin || s.j == jWriting) {
+		panic(fmt.Sprintf("vsr: replica %d: evicting op %d (applied through %d, journal state %d) for op %d",
+			r.self, s.op, r.commitMin, s.j, op))
 	}
 	r.dropBody(s)
 	*s = slot{op: op, h: *h}
@@ -510,6 +520,9 @@ func (r *Replica) identityOf(op uint64) (Checksum, bool) {
 	}
 	if op == r.checkpoint {
 		return r.checkpointID, true
+	}
+	if op == r.baseOp && op != 0 {
+		return r.baseID, true
 	}
 	if op == r.vhCommit {
 		return r.vhCommitID, true
@@ -553,6 +566,9 @@ func (r *Replica) truncateAbove(keep uint64) {
 		r.journalHead = keep
 		if r.durableHead > keep {
 			r.durableHead = keep
+		}
+		if keep < r.journalFloor {
+			r.journalFloor = 0
 		}
 	}
 	if r.anchorOp > keep && r.anchorOp > r.commitMax {

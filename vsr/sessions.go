@@ -35,7 +35,9 @@ func newClientTable(max int) *clientTable {
 // op; since every replica applies the same ops, every replica evicts the same
 // session (Iggy evicts replica-locally and unlogged, so replicas can disagree
 // about which sessions exist).
-func (t *clientTable) apply(h *Header, body []byte, sm StateMachine) ([]byte, Status, EvictionReason) {
+// The returned op is where the reply was produced: op itself, or for a retry
+// of the last request the op that executed it.
+func (t *clientTable) apply(h *Header, body []byte, sm StateMachine) ([]byte, Status, EvictionReason, uint64) {
 	client := h.Client()
 	op := h.Op()
 	if h.Operation() == OperationRegister {
@@ -49,27 +51,27 @@ func (t *clientTable) apply(h *Header, body []byte, sm StateMachine) ([]byte, St
 			t.m[client] = e
 		}
 		*e = session{client: client, session: op, lastOp: op, replyOp: op, reply: reply}
-		return reply, StatusOK, EvictNone
+		return reply, StatusOK, EvictNone, op
 	}
 	if client.IsZero() {
-		return sm.Apply(h, body), StatusOK, EvictNone
+		return sm.Apply(h, body), StatusOK, EvictNone, op
 	}
 	e := t.m[client]
 	switch {
 	case e == nil:
-		return nil, StatusEvicted, EvictNoSession
+		return nil, StatusEvicted, EvictNoSession, 0
 	case h.Session() < e.session:
-		return nil, StatusEvicted, EvictSessionTooLow
+		return nil, StatusEvicted, EvictSessionTooLow, 0
 	case h.Session() > e.session:
-		return nil, StatusEvicted, EvictSessionError
+		return nil, StatusEvicted, EvictSessionError, 0
 	case h.Request() == e.request:
-		return e.reply, StatusOK, EvictNone
+		return e.reply, StatusOK, EvictNone, e.replyOp
 	case h.Request() < e.request:
-		return nil, StatusRequestAlreadyApplied, EvictNone
+		return nil, StatusRequestAlreadyApplied, EvictNone, 0
 	}
 	reply := sm.Apply(h, body)
 	e.request, e.lastOp, e.replyOp, e.reply = h.Request(), op, op, reply
-	return reply, StatusOK, EvictNone
+	return reply, StatusOK, EvictNone, op
 }
 
 func (t *clientTable) evictOldest() {

@@ -27,6 +27,9 @@ type State struct {
 	// it sends no nacks while LogView ≤ FenceView.
 	Fenced    bool
 	FenceView uint32
+	// HeadPending: the replica cannot vouch for its log (recovering_head)
+	// and must not vote until a StartView re-anchors it.
+	HeadPending bool
 	// Commit is a committed op and CommitID its identity (the anchor of the
 	// view headers).
 	Commit   uint64
@@ -52,7 +55,7 @@ const (
 //
 //	0   u32  magic "IGVS"
 //	4   u16  version (1)
-//	6   u16  flags (bit 0: fenced)
+//	6   u16  flags (bit 0: fenced, bit 1: head pending)
 //	8   [16] cluster
 //	24  u64  group
 //	32  u8   replica
@@ -78,9 +81,14 @@ func EncodeState(s *State) []byte {
 	le := binary.LittleEndian
 	le.PutUint32(b[0:], stateMagic)
 	le.PutUint16(b[4:], stateVersion)
+	var flags uint16
 	if s.Fenced {
-		le.PutUint16(b[6:], 1)
+		flags |= 1
 	}
+	if s.HeadPending {
+		flags |= 2
+	}
+	le.PutUint16(b[6:], flags)
 	copy(b[8:24], s.Cluster[:])
 	le.PutUint64(b[24:], s.Group)
 	b[32] = s.Replica
@@ -120,7 +128,7 @@ func DecodeState(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: state record magic/version", ErrMalformed)
 	}
 	flags := le.Uint16(b[6:])
-	if flags > 1 || !allZero(b[34:36]) || !allZero(b[116:120]) {
+	if flags > 3 || !allZero(b[34:36]) || !allZero(b[116:120]) {
 		return nil, fmt.Errorf("%w: state record reserved bits", ErrMalformed)
 	}
 	s := &State{
@@ -130,6 +138,7 @@ func DecodeState(b []byte) (*State, error) {
 		View:         le.Uint32(b[36:]),
 		LogView:      le.Uint32(b[40:]),
 		Fenced:       flags&1 != 0,
+		HeadPending:  flags&2 != 0,
 		FenceView:    le.Uint32(b[44:]),
 		Commit:       le.Uint64(b[48:]),
 		Checkpoint:   le.Uint64(b[72:]),
@@ -147,7 +156,8 @@ func DecodeState(b []byte) (*State, error) {
 	if s.ReplicaCount == 0 || s.Replica >= s.ReplicaCount {
 		return nil, fmt.Errorf("%w: state record replica %d of %d", ErrMalformed, s.Replica, s.ReplicaCount)
 	}
-	if s.LogView > s.View || (s.Fenced && s.FenceView > s.View) || (!s.Fenced && s.FenceView != 0) {
+	if s.LogView > s.View || (s.Fenced && s.FenceView > s.View) || (!s.Fenced && s.FenceView != 0) ||
+		(s.HeadPending && !s.Fenced) {
 		return nil, fmt.Errorf("%w: state record views %d/%d/%d", ErrMalformed, s.View, s.LogView, s.FenceView)
 	}
 	if s.Commit == 0 && !s.CommitID.IsZero() || s.Checkpoint == 0 && !s.CheckpointID.IsZero() {

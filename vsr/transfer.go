@@ -380,6 +380,7 @@ func (r *Replica) InstallDone(op uint64, err error) {
 	r.commitMin = man.Op
 	r.commitMax = max(r.commitMax, man.Op)
 	r.checkpoint, r.checkpointID, r.checkpointTS = man.Op, man.Identity, man.Timestamp
+	r.baseOp, r.baseID = man.Op, man.Identity
 	r.manifest = &man
 	r.lastTS = max(r.lastTS, man.Timestamp)
 	if r.op < man.Op {
@@ -387,6 +388,11 @@ func (r *Replica) InstallDone(op uint64, err error) {
 	}
 	if r.anchorOp <= man.Op {
 		r.anchorOp, r.anchorID = 0, Checksum{}
+	}
+	if r.journalHead < man.Op {
+		// The journal restarts after the checkpoint (once the state record
+		// naming it is durable); until then nothing is appended.
+		r.journalHead, r.durableHead = man.Op, man.Op
 	}
 	r.journalResetPending = true
 	r.markCheckpoint()

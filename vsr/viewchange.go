@@ -51,9 +51,19 @@ func parseDVC(from int, m Message) *dvcVote {
 	return d
 }
 
+// svcFlagEntered marks a StartViewChange from a replica that already
+// entered view change status for that view, which it did only on a
+// view-change quorum: a replica receiving it may follow at once. Without it a
+// replica that moved ahead while the others lost its quorum's votes would be
+// stranded in a view nobody else enters.
+const svcFlagEntered = 1
+
 func (r *Replica) svcMessage(view uint32) Message {
 	h := r.newHeader(CmdStartViewChange)
 	h.setView(view)
+	if view == r.view && r.logView < r.view {
+		h.put32(offCommandArea, svcFlagEntered)
+	}
 	return r.finish(h, nil)
 }
 
@@ -62,14 +72,16 @@ func (r *Replica) svcMessage(view uint32) Message {
 // quorum campaigns for the same view, so one replica that cannot hear the
 // primary (a one-way partition) cannot depose it alone.
 func (r *Replica) voteViewChange(target uint32) {
-	if r.solo() || r.status == statusRecoveringHead || target <= r.view {
+	if r.solo() || r.status == statusRecoveringHead {
 		return
 	}
+	target = max(target, r.view+1, r.svcView)
+	r.campaigning = true
 	if target > r.svcView {
 		r.svcView = target
 		clear(r.svcFrom)
 	}
-	r.svcFrom[r.self] = true
+	r.voteFrom(r.self)
 	r.broadcast(r.svcMessage(r.svcView))
 	r.t.svc.start(r, r.tk.vcRetransmit)
 	r.checkSVCQuorum()
@@ -80,8 +92,8 @@ func (r *Replica) checkSVCQuorum() {
 		return
 	}
 	votes := 0
-	for _, v := range r.svcFrom {
-		if v {
+	for i := range r.svcFrom {
+		if r.hasVote(i) {
 			votes++
 		}
 	}
@@ -95,12 +107,22 @@ func (r *Replica) onStartViewChange(from int, h *Header) {
 	if target <= r.view || r.status == statusRecoveringHead {
 		return
 	}
+	if h.u32(offCommandArea)&svcFlagEntered != 0 {
+		r.transitionToViewChange(target)
+		return
+	}
 	if target > r.svcView {
 		r.svcView = target
 		clear(r.svcFrom)
+		if r.campaigning {
+			// Join the campaign for the higher view instead.
+			r.voteFrom(r.self)
+			r.broadcast(r.svcMessage(target))
+			r.t.svc.start(r, r.tk.vcRetransmit)
+		}
 	}
 	if target == r.svcView {
-		r.svcFrom[from] = true
+		r.voteFrom(from)
 	}
 	r.checkSVCQuorum()
 }
@@ -118,6 +140,7 @@ func (r *Replica) transitionToViewChange(v uint32) {
 	}
 	r.refuseQueue()
 	r.status = statusViewChange
+	r.campaigning = false
 	r.view = v
 	r.primaryReady = false
 	r.abdicated = false
@@ -126,7 +149,7 @@ func (r *Replica) transitionToViewChange(v uint32) {
 	clear(r.dvcs)
 	r.svcView = v
 	clear(r.svcFrom)
-	r.svcFrom[r.self] = true
+	r.voteFrom(r.self)
 	if !mutationForgetViewDurability() {
 		r.markView()
 	}
@@ -451,6 +474,7 @@ func (r *Replica) adoptLog(v uint32, a uint64, aid Checksum, headers []Header, t
 	r.markView()
 
 	r.primaryReady = asPrimary
+	r.campaigning = false
 	r.svcView = v
 	clear(r.svcFrom)
 	r.probes = 0
@@ -476,13 +500,34 @@ func (r *Replica) adoptLog(v uint32, a uint64, aid Checksum, headers []Header, t
 	r.ackDirty = true
 }
 
+// installViewHeaders puts the headers of the adopted log that did not fit in
+// the window at adoption (the replica was too far behind) into the ring once
+// they fit, so the replica never loses sight of its own view's log.
+func (r *Replica) installViewHeaders() {
+	if r.logView != r.view || len(r.vhHeaders) == 0 {
+		return
+	}
+	head := r.vhCommit + uint64(len(r.vhHeaders))
+	for op := max(r.op, r.vhCommit, r.commitMin) + 1; op <= head && op <= r.windowLimit(); op++ {
+		if r.slotAt(op) != nil {
+			continue
+		}
+		h := &r.vhHeaders[head-op]
+		if id, ok := r.identityOf(op - 1); ok && id != h.Parent() {
+			return // the ring moved on past these headers
+		}
+		r.putHeader(h)
+		r.op = max(r.op, op)
+	}
+}
+
 // maybeStartView completes a view change at the primary-elect once every op
 // of the adopted log is durable in its journal: normal status, StartView to
 // everyone, and the uncommitted suffix becomes the pipeline, to be
 // acknowledged again in this view.
 func (r *Replica) maybeStartView() {
 	if !r.primaryReady || r.status != statusViewChange || !r.viewSettled() ||
-		r.durableHead < r.op || r.op < r.commitMax {
+		r.durableHead < r.op || r.op < r.commitMax || r.op < r.vhCommit+uint64(len(r.vhHeaders)) {
 		return
 	}
 	r.primaryReady = false
@@ -617,8 +662,13 @@ func (r *Replica) hintStalePrimary(from int, theirView uint32) {
 
 func (r *Replica) tickViewChange() {
 	if r.t.svc.tick() {
-		r.broadcast(r.svcMessage(max(r.svcView, r.view)))
-		r.t.svc.startBackoff(r, r.tk.vcRetransmit)
+		r.broadcast(r.svcMessage(r.view)) // "entered": others may follow
+		if r.campaigning && r.svcView > r.view {
+			r.voteFrom(r.self)
+			r.broadcast(r.svcMessage(r.svcView))
+		}
+		r.t.svc.start(r, r.tk.vcRetransmit)
+		r.checkSVCQuorum()
 	}
 	if r.t.dvc.tick() && !r.isPrimary() && r.logView < r.view {
 		r.send(int(r.primaryIndex(r.view)), r.dvcMessage())
@@ -630,8 +680,8 @@ func (r *Replica) tickViewChange() {
 	}
 }
 
-func (r *Replica) tickRecovering() {
-	if r.t.rsv.tick() {
+func (r *Replica) tickRecovering(probe bool) {
+	if probe {
 		r.probes++
 		m := r.rsvMessage()
 		if r.probes <= 1 && int(r.primaryIndex(r.view)) != r.self {
@@ -640,14 +690,37 @@ func (r *Replica) tickRecovering() {
 			r.broadcast(m)
 		}
 		r.t.rsv.start(r, r.tk.rsv)
+		if r.view > r.logView {
+			// This replica entered a view change for its view before it
+			// restarted: let the others follow, so that view starts and can
+			// answer the probe.
+			r.broadcast(r.svcMessage(r.view))
+		}
 		if r.status == statusRecovering && r.probes >= r.cfg.ViewProbeAttemptsMax {
 			// Nobody answers as primary of our view (a whole-cluster restart):
 			// elect one among the restarted logs.
 			r.voteViewChange(max(r.view+1, r.svcView))
 		}
 	}
-	if r.t.svc.tick() && r.svcView > r.view && r.svcFrom[r.self] {
+	r.campaignTick()
+}
+
+// Votes for a view expire: a replica that stopped campaigning (it heard its
+// primary again) must not help depose the primary later with an old vote.
+// Campaigners repeat their vote every view_change_retransmit_interval.
+func (r *Replica) voteFrom(i int) { r.svcFrom[i] = r.ticks + 1 }
+
+func (r *Replica) hasVote(i int) bool {
+	v := r.svcFrom[i]
+	return v != 0 && r.ticks+1-v <= uint64(4*r.tk.vcRetransmit)
+}
+
+// campaignTick repeats this replica's vote while it campaigns.
+func (r *Replica) campaignTick() {
+	if r.t.svc.tick() && r.campaigning && r.svcView > r.view {
+		r.voteFrom(r.self)
 		r.broadcast(r.svcMessage(r.svcView))
-		r.t.svc.startBackoff(r, r.tk.vcRetransmit)
+		r.t.svc.start(r, r.tk.vcRetransmit)
+		r.checkSVCQuorum()
 	}
 }

@@ -117,6 +117,9 @@ func (d *Disk) discard(through uint64) {
 	d.ghosts = nil
 }
 
+// Entry returns journal entry op, or nil.
+func (d *Disk) Entry(op uint64) *Entry { return d.entry(op) }
+
 func (d *Disk) entry(op uint64) *Entry {
 	for i := range d.Journal {
 		if d.Journal[i].Op == op {
