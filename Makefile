@@ -4,8 +4,9 @@ GO      ?= go
 export GOFLAGS := -buildvcs=false -ldflags=-checklinkname=0
 BIN     := bin
 
-# Time each fuzz target runs under `make fuzz` (CI uses the short default).
+# Time each fuzz target runs under `make fuzz`, and under `make test` (short).
 FUZZTIME ?= 10s
+TEST_FUZZTIME ?= 4s
 
 .PHONY: all build run test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean
 
@@ -31,7 +32,7 @@ fmt-check:
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) sim-mutations
-	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
