@@ -112,10 +112,10 @@ type Params struct {
 
 // Fault is one scheduled fault.
 type Fault struct {
-	ID    int    `json:"id"`
-	Kind  Kind   `json:"kind"`
-	Nodes []int  `json:"nodes"`
-	Peers []int  `json:"peers,omitempty"`
+	ID    int   `json:"id"`
+	Kind  Kind  `json:"kind"`
+	Nodes []int `json:"nodes"`
+	Peers []int `json:"peers,omitempty"`
 	// Direction of a one-way partition: "out" drops Nodes -> Peers, "in"
 	// drops Peers -> Nodes.
 	Direction string `json:"direction,omitempty"`
