@@ -47,7 +47,8 @@
 // rejection) are dropped, unknown outcomes may apply or not.
 //
 // Liveness: the liveness phase must complete LivenessOps successful
-// operations within LivenessDeadline of its start.
+// operations within LivenessDeadline of its start, and no node may exit on
+// its own (crash: the runner records such exits as observed faults).
 //
 // Data loss after destructive faults (wipe, corruption) that hit every copy
 // the cluster keeps (ReplicaCopies) at once is reported as tolerated, not
@@ -79,6 +80,7 @@ const (
 	OffsetLinearizable = "offset-linearizable"
 	MetadataLinear     = "metadata-linearizable"
 	Liveness           = "liveness"
+	Crash              = "crash"
 	Malformed          = "malformed-history"
 )
 
@@ -203,8 +205,15 @@ func Check(meta history.Meta, events []history.Event, opts Options) *Result {
 			r.Stats.Ops[op.Kind] = m
 		}
 		m[op.Type]++
-		if op.Kind == history.Fault && op.Args.Fault != nil && op.Args.Fault.Action == "start" {
-			r.Stats.Faults[op.Args.Fault.Kind]++
+		if op.Kind == history.Fault && op.Args.Fault != nil {
+			switch f := op.Args.Fault; f.Action {
+			case "start":
+				r.Stats.Faults[f.Kind]++
+			case history.ActionObserved:
+				if f.Kind == history.FaultCrash {
+					r.flag(Crash, "node(s) %v exited on their own: %s", []int64{op.InvokeIndex}, f.Nodes, f.Detail)
+				}
+			}
 		}
 	}
 	lossBefore := lossHorizon(meta, ops)
@@ -222,7 +231,8 @@ func Check(meta history.Meta, events []history.Event, opts Options) *Result {
 }
 
 // lossHorizon is the time before which acknowledged data may be lost
-// because destructive faults covered every copy at once (-1: never).
+// because destructive faults covered every copy at once (-1: never); an
+// injection of unknown outcome counts until the end of the history.
 func lossHorizon(meta history.Meta, ops []history.Op) int64 {
 	copies := max(meta.Checks.ReplicaCopies, 1)
 	destroyed := map[int]bool{}
@@ -238,7 +248,9 @@ func lossHorizon(meta history.Meta, ops []history.Op) int64 {
 				destroyed[n] = true
 			}
 			if len(destroyed) >= copies {
-				horizon = op.Invoke
+				// Writes acknowledged until the destruction was complete
+				// (the node is stopped inside the fault) may be gone.
+				horizon = op.End()
 			}
 		case f.Action == "heal":
 			for _, n := range f.Nodes {

@@ -300,3 +300,41 @@ func TestViolationExamplesAreBounded(t *testing.T) {
 		t.Errorf("counts %v, %d examples kept", r.Counts, len(r.Violations))
 	}
 }
+
+func TestCrashIsAViolation(t *testing.T) {
+	b := &builder{}
+	b.invoke(history.MonitorProcess, history.Fault, history.Value{Fault: &history.FaultInfo{Kind: history.FaultCrash, Action: history.ActionObserved, Nodes: []int{0}, Detail: "exit status 2"}})
+	b.ok(history.MonitorProcess, history.Fault, 0, history.Value{})
+	b.finalRead(100, 0, 0, nil)
+	r := run(t, meta(1, 1), b)
+	expect(t, r, Crash)
+	if !strings.Contains(r.Violations[0].Detail, "exit status 2") {
+		t.Errorf("detail %q", r.Violations[0].Detail)
+	}
+}
+
+func TestToleratedGapAfterDestroyingTheOnlyCopy(t *testing.T) {
+	b := &builder{}
+	b.sendOK(0, 0, 0, id(0, 0, 1))
+	b.sendOK(0, 0, 1, id(0, 1, 1))
+	b.invoke(history.NemesisProcess, history.Fault, history.Value{Fault: &history.FaultInfo{Kind: "corrupt", Action: "start", Nodes: []int{0}, Destructive: true}})
+	b.ok(history.NemesisProcess, history.Fault, -1, history.Value{})
+	b.finalRead(100, 0, 0, []history.Obs{{Offset: 1, ID: id(0, 1, 1)}})
+	r := run(t, meta(1, 1), b)
+	expect(t, r)
+	if r.Stats.ToleratedLoss != 1 {
+		t.Errorf("tolerated %d", r.Stats.ToleratedLoss)
+	}
+	m := meta(1, 1)
+	m.Checks.ReplicaCopies = 3
+	expect(t, Check(m, b.events, Options{}), Lost, Order)
+
+	// Tolerance never covers offsets going back.
+	b = &builder{}
+	b.sendOK(0, 0, 0, id(0, 0, 1))
+	b.invoke(history.NemesisProcess, history.Fault, history.Value{Fault: &history.FaultInfo{Kind: "wipe", Action: "start", Nodes: []int{0}, Destructive: true}})
+	b.ok(history.NemesisProcess, history.Fault, -1, history.Value{})
+	b.sendOK(0, 0, 1, id(0, 1, 1))
+	b.finalRead(100, 0, 0, []history.Obs{{Offset: 1, ID: id(0, 1, 1)}, {Offset: 0, ID: id(0, 0, 1)}})
+	expect(t, run(t, meta(1, 1), b), Order)
+}

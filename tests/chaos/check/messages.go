@@ -129,7 +129,7 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 		default:
 			continue
 		}
-		checkDense(r, op, part)
+		checkDense(r, op, part, lossBefore >= 0)
 		for _, o := range op.Result.Read {
 			seen = append(seen, sighting{at: loc{part, o.Offset}, id: o.ID, event: op.CompleteIndex, node: op.Node, corrupt: o.Corrupt})
 			r.Stats.Observations++
@@ -304,10 +304,21 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 }
 
 // checkDense: a read's offsets are consecutive; a final read starts at 0;
-// a read from an explicit offset starts there.
-func checkDense(r *Result, op *history.Op, part uint32) {
+// a read from an explicit offset starts there. After destructive faults
+// hit every copy (tolerant) a read may skip lost offsets, but never go
+// back or repeat one.
+func checkDense(r *Result, op *history.Op, part uint32, tolerant bool) {
 	read := op.Result.Read
 	if len(read) == 0 {
+		return
+	}
+	if tolerant {
+		for i := 1; i < len(read); i++ {
+			if read[i].Offset <= read[i-1].Offset {
+				r.flag(Order, "%s of partition %d on node %d: offset %d follows %d", []int64{op.CompleteIndex}, op.Kind, part, op.Node, read[i].Offset, read[i-1].Offset)
+				return
+			}
+		}
 		return
 	}
 	if op.Kind == history.FinalRead && read[0].Offset != 0 {

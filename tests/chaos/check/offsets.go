@@ -140,8 +140,11 @@ func checkOffsets(r *Result, meta history.Meta, ops []history.Op, lossBefore int
 			h := get(k)
 			in := offIn{}
 			out := offOut{}
-			if op.Args.Strategy == "next" {
-				v := int64(read[0].Offset) - 1 // next = stored + 1, or 0 when nothing is stored
+			// A next-strategy poll starts at stored + 1 (0 when nothing is
+			// stored), which reveals the stored offset, unless destroyed
+			// data left holes the poll skipped over.
+			if op.Args.Strategy == "next" && (lossBefore < 0 || op.Invoke < lossBefore) {
+				v := int64(read[0].Offset) - 1
 				h.reads = append(h.reads, offRead{op, v})
 				in.read, out.v = true, v
 			}

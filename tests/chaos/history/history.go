@@ -97,12 +97,24 @@ type Value struct {
 	Phase string `json:"phase,omitempty"`
 }
 
+// Fault actions and the kind of an observed crash.
+const (
+	ActionStart    = "start"
+	ActionHeal     = "heal"
+	ActionObserved = "observed"
+	// FaultCrash is observed when a node exits without being killed.
+	FaultCrash = "crash"
+	// MonitorProcess records observed faults, apart from the nemesis.
+	MonitorProcess = -2
+)
+
 // FaultInfo describes a nemesis action.
 type FaultInfo struct {
 	// Kind is the schedule's fault kind (kill, pause, wipe, corrupt,
 	// partition, ...).
 	Kind string `json:"kind"`
-	// Action is "start" (inject) or "heal".
+	// Action is "start" (inject), "heal", or "observed" (something the
+	// runner saw happen, such as a crash).
 	Action string `json:"action"`
 	Nodes  []int  `json:"nodes,omitempty"`
 	// Destructive marks a fault that destroys data on its nodes (wipe,

@@ -35,7 +35,8 @@ const (
 	// Pause: SIGSTOP the node; SIGCONT at the end.
 	Pause Kind = "pause"
 	// Wipe: kill the node and delete its data directory; restart it with
-	// --fresh at the end. Destructive.
+	// --fresh at the end, to rebuild from its peers. Destructive; never
+	// drawn for a single node, which has nothing to rebuild from.
 	Wipe Kind = "wipe"
 	// Corrupt: kill the node and damage one of its data files (Mode);
 	// restart it at the end. Destructive.
@@ -184,6 +185,8 @@ func (p *Params) usable(k Kind) bool {
 	switch {
 	case k.Network() && k != Isolate && p.Nodes < 2:
 		return false // no peers to cut from
+	case k == Wipe && p.Nodes < 2:
+		return false // nothing to rebuild from: every name and message is gone
 	case k == KillAll:
 		return p.AllowTotal
 	case p.MaxFaulty < 1:

@@ -59,8 +59,8 @@ func TestInvariants(t *testing.T) {
 			if x.Total && !p.AllowTotal {
 				t.Fatalf("total fault %v without AllowTotal", x)
 			}
-			if x.Kind.Network() && x.Kind != Isolate && p.Nodes < 2 {
-				t.Fatalf("partition %v on a single node", x)
+			if (x.Kind.Network() && x.Kind != Isolate || x.Kind == Wipe) && p.Nodes < 2 {
+				t.Fatalf("%v on a single node", x)
 			}
 			if x.End-x.Start < min(200*time.Millisecond, p.Duration-x.Start) {
 				t.Fatalf("fault %v shorter than the minimum", x)
@@ -113,7 +113,7 @@ func TestKindsByClusterSize(t *testing.T) {
 			t.Errorf("fault %v on a single node is not total", f)
 		}
 	}
-	for _, k := range []Kind{Partition, PartitionOneWay} {
+	for _, k := range []Kind{Partition, PartitionOneWay, Wipe} {
 		if kinds[k] {
 			t.Errorf("single node drew %s", k)
 		}
