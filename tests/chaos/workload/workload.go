@@ -320,7 +320,10 @@ func (w *Workload) Setup(ctx context.Context) error {
 			_, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: w.sid, PartitionsCount: uint32(w.cfg.Partitions), Name: w.cfg.Topic})
 			return err
 		}},
-		{"create group", func(ctx context.Context) error { _, err := c.CreateConsumerGroup(ctx, w.sid, w.tid, w.cfg.Group); return err }},
+		{"create group", func(ctx context.Context) error {
+			_, err := c.CreateConsumerGroup(ctx, w.sid, w.tid, w.cfg.Group)
+			return err
+		}},
 		{"create metadata stream", func(ctx context.Context) error { _, err := c.CreateStream(ctx, w.cfg.MetadataStream, nil); return err }},
 		{"check topic", func(ctx context.Context) error {
 			t, err := c.GetTopic(ctx, w.sid, w.tid)
