@@ -7,7 +7,7 @@ BIN     := bin
 # Time each fuzz target runs under `make fuzz` (CI uses the short default).
 FUZZTIME ?= 10s
 
-.PHONY: all build run test test-short vet fmt-check bench bench-storage fuzz clean chaos
+.PHONY: all build run test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos
 
 all: build
 
@@ -30,10 +30,18 @@ fmt-check:
 # with the race detector, and each fuzz target for a short time.
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) sim-mutations
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# End-to-end server figures only (tests/bench, also part of `make bench`):
+# produce and consume of 1 KB x 1,000-message batches, one and four
+# clients, replicated and persisted topics, against a real iggo-server.
+SERVER_BENCHTIME ?= 300x
+bench-server:
+	$(GO) test -run '^$$' -bench . -benchtime $(SERVER_BENCHTIME) ./tests/bench/
 
 # Runs every Fuzz* target in every package for FUZZTIME each. Go 1.26's fuzz
 # engine can end a time-bounded run with "context deadline exceeded" and no
@@ -50,6 +58,20 @@ fuzz:
 	    fi; \
 	  done; \
 	done
+
+# Consensus simulator campaign (tests/sim): SEEDS seeds starting at BASE
+# (0: derived from the clock and printed), stopping after TIME. A failing seed
+# prints the one-line command that replays it.
+SEEDS ?= 10000
+TIME  ?= 60m
+BASE  ?= 0
+sim:
+	$(GO) test ./tests/sim -run 'TestSim$$' -count=1 -timeout 0 -v -seeds=$(SEEDS) -time=$(TIME) -base=$(BASE)
+
+# Runs the simulator against each deliberate safety breakage in vsr (build tag
+# vsrmutations) and fails unless every one is caught.
+sim-mutations:
+	$(GO) test -tags vsrmutations ./tests/sim -run 'TestMutations' -count=1 -v
 
 clean:
 	rm -rf $(BIN)

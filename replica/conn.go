@@ -1,0 +1,407 @@
+package replica
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/shard"
+	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/wire"
+)
+
+// readBufferSize is the connection's socket read buffer. Frames larger than
+// it are read straight into the frame buffer.
+const readBufferSize = 64 << 10
+
+// frameBufferKeep bounds the frame buffer a connection keeps between
+// requests; a larger one (after a big send) is released.
+const frameBufferKeep = 16 << 20
+
+// conn serves one client connection. Its goroutine belongs to the shard the
+// listener handed the connection to: it reads frames, decodes them, checks
+// the session and permissions against the published metadata view, and
+// forwards replicated work to the owning shard's inbox, waiting for the
+// answer before reading the next frame (exactly one reply per request, in
+// order).
+type conn struct {
+	n     *Node
+	shard int
+	nc    net.Conn
+	id    uint32
+	addr  string
+	log   *zap.Logger
+	r     *bufio.Reader
+
+	rbuf []byte
+	wbuf []byte
+	pbuf []byte
+	iov  net.Buffers
+	t    task
+
+	mu      sync.Mutex // guards the session fields read by other goroutines
+	bound   bool
+	client  wire.Uint128
+	session uint64
+	userID  uint32
+
+	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
+	ended  atomic.Bool
+	rr     uint32 // group polls without a partition: round robin over owned partitions
+}
+
+func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
+	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String()}
+	c.id = n.clients.nextID()
+	c.log = n.log.With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
+	c.t.done = make(chan struct{}, 1)
+	return c
+}
+
+// abort closes a connection that never started serving.
+func (c *conn) abort() { _ = c.nc.Close() }
+
+func (c *conn) serve() {
+	if !c.n.clients.add(c) {
+		_ = c.nc.Close()
+		return
+	}
+	defer c.finish()
+	c.r = bufio.NewReaderSize(c.nc, readBufferSize)
+	c.rbuf = make([]byte, wire.HeaderSize, 4096)
+	hb := c.n.cfg.Heartbeat
+	stale := time.Duration(float64(hb.Interval.Duration) * 1.2)
+	for {
+		if hb.Enabled && stale > 0 && c.member.Load() {
+			_ = c.nc.SetReadDeadline(time.Now().Add(stale))
+		} else {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		frame, err := wire.ReadFrame(c.r, c.rbuf, c.n.maxFrame)
+		if err != nil {
+			var fe *wire.FrameSizeError
+			var ne net.Error
+			switch {
+			case errors.As(err, &fe):
+				c.log.Info("closing connection: frame size out of range", zap.Uint32("size", fe.Size))
+			case errors.As(err, &ne) && ne.Timeout() && c.member.Load():
+				c.log.Info("evicting a silent consumer-group member")
+				c.evictRaw(wire.EvictStaleClient)
+			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+			default:
+				c.log.Debug("connection read failed", zap.Error(err))
+			}
+			return
+		}
+		if cap(frame) > cap(c.rbuf) {
+			c.rbuf = frame[:wire.HeaderSize]
+		}
+		if !c.handle(frame) {
+			return
+		}
+		if cap(c.rbuf) > frameBufferKeep {
+			c.rbuf = make([]byte, wire.HeaderSize, 4096)
+		}
+		if cap(c.t.buf) > frameBufferKeep {
+			c.t.buf = nil
+		}
+	}
+}
+
+// finish is the implicit logout of a closed socket: the session ends and
+// the client leaves every consumer group.
+func (c *conn) finish() {
+	c.ended.Store(true)
+	_ = c.nc.Close()
+	c.n.clients.remove(c)
+	c.mu.Lock()
+	bound, client := c.bound, c.client
+	c.bound = false
+	c.mu.Unlock()
+	if bound && len(c.n.store.View().Memberships(client)) > 0 {
+		c.n.submitSystem(metadata.DisconnectClient{Client: client})
+	}
+}
+
+// handle processes one request frame; false closes the connection.
+func (c *conn) handle(frame []byte) bool {
+	h, err := wire.DecodeRequestHeader(frame, c.n.maxFrame)
+	if err != nil || int(h.Size) != len(frame) {
+		// Iggy drops such frames without answering, which would wedge a
+		// lockstep client until its deadline; closing tells it at once.
+		c.log.Info("closing connection: malformed request header", zap.Error(err))
+		return false
+	}
+	body := frame[wire.HeaderSize:]
+	if h.Client.IsZero() || !h.Operation.ClientAllowed() {
+		c.log.Info("closing connection: request header refused", zap.Stringer("operation", h.Operation))
+		return false
+	}
+	if err := wire.VerifyRequestChecksum(&h, body); err != nil {
+		return c.status(&h, wire.CodeInvalidFormat)
+	}
+	switch h.Operation {
+	case wire.OpRegister:
+		if h.Validate() != nil {
+			return c.evict(&h, wire.EvictSessionError)
+		}
+		return c.login(&h, body)
+	case wire.OpNonReplicated:
+		return c.nonReplicated(&h, body)
+	case wire.OpLogout:
+		return c.logout(&h)
+	}
+	c.mu.Lock()
+	bound, session := c.bound, c.session
+	c.mu.Unlock()
+	switch {
+	case !bound || h.Session == 0:
+		return c.evict(&h, wire.EvictNoSession)
+	case h.Request == 0:
+		return c.evict(&h, wire.EvictInvalidRequestBody)
+	case h.Session < session:
+		return c.evict(&h, wire.EvictSessionTooLow)
+	case h.Session > session:
+		return c.evict(&h, wire.EvictSessionError)
+	}
+	switch {
+	case h.Operation == wire.OpSendMessages:
+		return c.send(&h, body)
+	case h.Operation == wire.OpStoreConsumerOffset:
+		return c.storeOffset(&h, body)
+	case h.Operation == wire.OpDeleteConsumerOffset:
+		return c.deleteOffset(&h, body)
+	case h.Operation == wire.OpDeleteSegments:
+		return c.deleteSegments(&h, body)
+	case h.Operation.IsMetadata():
+		return c.metadataOp(&h, body)
+	}
+	return c.status(&h, wire.CodeInvalidCommand)
+}
+
+// ---------------------------------------------------------------------------
+// Replies.
+
+func (c *conn) write(b []byte) bool {
+	if _, err := c.nc.Write(b); err != nil {
+		c.log.Debug("connection write failed", zap.Error(err))
+		return false
+	}
+	return true
+}
+
+func (c *conn) ok(h *wire.RequestHeader, payload []byte) bool {
+	c.wbuf = wire.AppendReply(c.wbuf[:0], h, payload)
+	return c.write(c.wbuf)
+}
+
+// okPayload encodes p and replies with it.
+func (c *conn) okPayload(h *wire.RequestHeader, p wire.ReplyPayload) bool {
+	var err error
+	c.pbuf, err = p.AppendTo(c.pbuf[:0])
+	if err != nil {
+		c.log.Error("encoding a reply failed", zap.Error(err))
+		return c.status(h, wire.CodeError)
+	}
+	return c.ok(h, c.pbuf)
+}
+
+func (c *conn) status(h *wire.RequestHeader, code wire.Code) bool {
+	c.wbuf = wire.AppendStatusReply(c.wbuf[:0], h, code)
+	return c.write(c.wbuf)
+}
+
+func (c *conn) reject(h *wire.RequestHeader, code wire.Code) bool {
+	c.wbuf = wire.AppendRejectionReply(c.wbuf[:0], h, code)
+	return c.write(c.wbuf)
+}
+
+func (c *conn) evict(h *wire.RequestHeader, reason wire.EvictionReason) bool {
+	c.wbuf = wire.AppendEviction(c.wbuf[:0], wire.Prefix{Cluster: h.Cluster}, h.Client, reason, 0, 0)
+	return c.write(c.wbuf)
+}
+
+// evictRaw sends an eviction outside any request (stale member).
+func (c *conn) evictRaw(reason wire.EvictionReason) {
+	c.mu.Lock()
+	client := c.client
+	c.mu.Unlock()
+	if client.IsZero() {
+		client = wire.Uint128{Lo: uint64(c.id)}
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	c.wbuf = wire.AppendEviction(c.wbuf[:0], wire.Prefix{}, client, reason, 0, 0)
+	c.write(c.wbuf)
+}
+
+// errCode is the Iggy code a decode or admission error carries.
+func errCode(err error) wire.Code {
+	if code, ok := wire.CodeOf(err); ok && code != 0 {
+		return code
+	}
+	return wire.CodeInvalidCommand
+}
+
+// ---------------------------------------------------------------------------
+// Forwarding to shards.
+
+// run sends the connection's task to shard i and waits for the answer.
+// false means the node is stopping (the connection closes).
+func (c *conn) run(i int) bool {
+	c.t.resetResult()
+	if err := c.n.rt.Send(i, &c.t); err != nil {
+		if errors.Is(err, shard.ErrStopped) {
+			return false
+		}
+		c.t.status = uint32(vsr.StatusTransientNotAccepted)
+		return true
+	}
+	select {
+	case <-c.t.done:
+		return true
+	case <-c.n.stop:
+		// The shard still owns the task; the connection closes without
+		// touching it again.
+		select {
+		case <-c.t.done:
+			return true
+		case <-time.After(c.n.cfg.Sharding.ShutdownDrainTimeout.Duration + time.Second):
+			return false
+		}
+	}
+}
+
+func (c *conn) user() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.userID
+}
+
+func (c *conn) clientID() wire.Uint128 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}
+
+func toVSR(u wire.Uint128) vsr.Checksum {
+	var c vsr.Checksum
+	binary.LittleEndian.PutUint64(c[:], u.Lo)
+	binary.LittleEndian.PutUint64(c[8:], u.Hi)
+	return c
+}
+
+// ---------------------------------------------------------------------------
+// Session.
+
+func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
+	reg, err := wire.DecodeRegister(body)
+	if err != nil {
+		return c.evict(h, wire.EvictMalformedLogin)
+	}
+	lo, hi := wire.AcceptWindow(wire.CurrentProtocol)
+	if !wire.Accepts(wire.CurrentProtocol, lo, reg.Version.Protocol) {
+		c.wbuf = wire.AppendEviction(c.wbuf[:0], wire.Prefix{Cluster: h.Cluster}, h.Client,
+			wire.EvictIncompatibleProtocol, uint32(lo), uint32(hi))
+		return c.write(c.wbuf)
+	}
+	c.mu.Lock()
+	bound, session, uid, client := c.bound, c.session, c.userID, c.client
+	c.mu.Unlock()
+	if bound && client == h.Client {
+		return c.loginReply(h, uid, session)
+	}
+	if reg.Password == nil && reg.Token == nil {
+		return c.evict(h, wire.EvictMalformedLogin)
+	}
+	view := c.n.store.View()
+	var u *metadata.User
+	var code wire.Code
+	if reg.Password != nil {
+		u, code = view.AuthenticatePassword(reg.Password.Username, reg.Password.Password)
+		if code == wire.CodeUserInactive {
+			return c.evict(h, wire.EvictUserInactive)
+		}
+	}
+	if u == nil && reg.Token != nil {
+		u, code = view.AuthenticateToken(reg.Token.Token, nowMicros())
+		switch {
+		case code == wire.CodeUserInactive:
+			return c.evict(h, wire.EvictUserInactive)
+		case u == nil:
+			return c.evict(h, wire.EvictInvalidToken)
+		}
+	}
+	if u == nil {
+		return c.evict(h, wire.EvictInvalidCredentials)
+	}
+	body5 := []byte{registerUser, 0, 0, 0, 0}
+	binary.LittleEndian.PutUint32(body5[1:], u.ID)
+	c.t.kind = tkMeta
+	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: u.ID, Body: body5}
+	if !c.run(0) {
+		return false
+	}
+	if c.t.status != 0 {
+		return c.reject(h, wire.Code(c.t.status))
+	}
+	switch c.t.vstatus {
+	case vsr.StatusOK:
+	case vsr.StatusEvicted:
+		return c.evict(h, wire.EvictionReason(c.t.evict))
+	default:
+		return c.reject(h, wire.Code(c.t.vstatus))
+	}
+	switch replyCode(c.t.reply) {
+	case 0:
+	case uint32(wire.CodeUserInactive):
+		return c.evict(h, wire.EvictUserInactive)
+	default:
+		return c.evict(h, wire.EvictInvalidCredentials)
+	}
+	if bound {
+		c.leaveGroupsOf(client)
+	}
+	c.mu.Lock()
+	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, u.ID
+	c.mu.Unlock()
+	c.member.Store(false)
+	return c.loginReply(h, u.ID, c.t.op)
+}
+
+func (c *conn) loginReply(h *wire.RequestHeader, uid uint32, session uint64) bool {
+	r := wire.LoginReply{UserID: uid, Session: session, ServerProtocol: wire.CurrentProtocol, ServerVersion: ServerVersion}
+	return c.okPayload(h, &r)
+}
+
+func (c *conn) logout(h *wire.RequestHeader) bool {
+	c.mu.Lock()
+	bound, client := c.bound, c.client
+	c.bound, c.session, c.userID = false, 0, 0
+	c.client = wire.Uint128{}
+	c.mu.Unlock()
+	c.member.Store(false)
+	if bound {
+		c.leaveGroupsOf(client)
+	}
+	return c.ok(h, nil)
+}
+
+// leaveGroupsOf removes client from every consumer group and waits for the
+// rebalance to commit, so the next request sees it.
+func (c *conn) leaveGroupsOf(client wire.Uint128) {
+	if len(c.n.store.View().Memberships(client)) == 0 {
+		return
+	}
+	c.t.kind = tkSystem
+	c.t.cmd = metadata.DisconnectClient{Client: client}
+	c.run(0)
+	c.t.cmd = nil
+}

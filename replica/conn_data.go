@@ -1,0 +1,339 @@
+package replica
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/shard"
+	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/wire"
+)
+
+// target is a resolved partition: its namespace, incarnation and shard.
+type target struct {
+	stream, topic, partition uint32
+	ns                       shard.Namespace
+	rev                      uint64
+	shard                    int
+}
+
+func (c *conn) target(st *metadata.Stream, tp *metadata.Topic, pid uint32) (target, wire.Code) {
+	p, ok := tp.Partition(pid)
+	if !ok {
+		return target{}, wire.CodePartitionNotFound
+	}
+	ns, err := shard.NewNamespace(st.ID, tp.ID, pid)
+	if err != nil {
+		return target{}, wire.CodePartitionNotFound
+	}
+	return target{stream: st.ID, topic: tp.ID, partition: pid, ns: ns, rev: p.Revision,
+		shard: shard.OwningShard(ns, len(c.n.shards))}, 0
+}
+
+type topicKey struct {
+	stream, topic uint32
+	rev           uint64
+}
+
+// nextBalanced is the server-side round robin of balanced sends, per topic.
+func (n *Node) nextBalanced(tp *metadata.Topic) uint32 {
+	k := topicKey{tp.StreamID, tp.ID, tp.Revision}
+	v, ok := n.topicRR.Load(k)
+	if !ok {
+		v, _ = n.topicRR.LoadOrStore(k, new(atomic.Uint32))
+	}
+	return v.(*atomic.Uint32).Add(1) - 1
+}
+
+// consumerKey resolves a consumer to the key its offsets are stored under;
+// for a group it also returns the group.
+func consumerKey(tp *metadata.Topic, cons wire.Consumer) (offsetKey, *metadata.ConsumerGroup, wire.Code) {
+	switch cons.Kind {
+	case wire.ConsumerKindSingle:
+		return offsetKey{kind: wire.ConsumerKindSingle, id: wire.ConsumerKey(cons.ID)}, nil, 0
+	case wire.ConsumerKindGroup:
+		g := tp.ResolveGroup(cons.ID)
+		if g == nil {
+			return offsetKey{}, nil, wire.CodeConsumerGroupIdNotFound
+		}
+		return offsetKey{kind: wire.ConsumerKindGroup, id: g.ID}, g, 0
+	}
+	return offsetKey{}, nil, wire.CodeInvalidCommand
+}
+
+// send: admission (layout, checksums, dense deltas), routing, then the
+// owning shard's partition group; the reply confirms the base offset.
+func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
+	req, err := wire.DecodeSendMessages(body)
+	if err != nil {
+		return c.status(h, errCode(err))
+	}
+	if err := req.Batch.CheckDenseDeltas(); err != nil {
+		return c.status(h, errCode(err))
+	}
+	view := c.n.store.View()
+	st, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	uid := c.user()
+	if !view.Allowed(uid, metadata.ActionSendMessages, st.ID, tp.ID) {
+		return c.status(h, wire.CodeUnauthorized)
+	}
+	count := tp.PartitionsCount()
+	if count == 0 {
+		return c.status(h, wire.CodePartitionNotFound)
+	}
+	var pid uint32
+	switch req.Partitioning.Kind {
+	case wire.PartitionBalanced:
+		pid = c.n.nextBalanced(tp) % count
+	case wire.PartitionIDKind:
+		pid = req.Partitioning.PartitionID
+	case wire.PartitionMessagesKey:
+		pid = wire.PartitionForKey(req.Partitioning.Key, count)
+	default:
+		return c.status(h, wire.CodeInvalidCommand)
+	}
+	tg, code := c.target(st, tp, pid)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	c.t.kind, c.t.ns, c.t.rev, c.t.user = tkSend, tg.ns, tg.rev, uid
+	c.t.body = req.Batch.Bytes()
+	ok := c.run(tg.shard)
+	c.t.body = nil
+	if !ok {
+		return false
+	}
+	if code := c.partitionStatus(); code != 0 {
+		return c.status(h, code)
+	}
+	conf := wire.SendConfirmations{{StreamID: st.ID, TopicID: tp.ID, PartitionID: pid,
+		BaseOffset: binary.LittleEndian.Uint64(c.t.reply)}}
+	return c.okPayload(h, conf)
+}
+
+// partitionStatus is the status-field code of a partition-plane answer.
+func (c *conn) partitionStatus() wire.Code {
+	switch {
+	case c.t.status != 0:
+		return wire.Code(c.t.status)
+	case c.t.vstatus != vsr.StatusOK:
+		return wire.Code(c.t.vstatus)
+	case len(c.t.reply) < 4:
+		return wire.CodeError
+	}
+	return 0
+}
+
+// offsetTarget resolves the common part of the consumer-offset commands:
+// stream, topic, partition (absent = 0), consumer key, permission and the
+// consumer-group fence.
+func (c *conn) offsetTarget(cons wire.Consumer, sid, tid wire.Identifier, part wire.OptionalPartition, write bool) (target, offsetKey, wire.Code) {
+	view := c.n.store.View()
+	st, tp, code := view.ResolveTopic(sid, tid)
+	if code != 0 {
+		return target{}, offsetKey{}, code
+	}
+	uid := c.user()
+	action := metadata.ActionGetConsumerOffset
+	if write {
+		action = metadata.ActionStoreConsumerOffset
+	}
+	if !view.Allowed(uid, action, st.ID, tp.ID) {
+		return target{}, offsetKey{}, wire.CodeUnauthorized
+	}
+	pid := uint32(0)
+	if part.Set {
+		pid = part.ID
+	}
+	key, g, code := consumerKey(tp, cons)
+	if code != 0 {
+		return target{}, offsetKey{}, code
+	}
+	tg, code := c.target(st, tp, pid)
+	if code != 0 {
+		return target{}, offsetKey{}, code
+	}
+	if g != nil && write && !g.Owns(c.clientID(), pid) {
+		return target{}, offsetKey{}, wire.CodeConsumerGroupPartitionNotOwned
+	}
+	return tg, key, 0
+}
+
+func (c *conn) storeOffset(h *wire.RequestHeader, body []byte) bool {
+	var req wire.StoreConsumerOffset
+	if err := req.DecodeBody(body); err != nil {
+		return c.status(h, errCode(err))
+	}
+	tg, key, code := c.offsetTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition, true)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	c.t.kind, c.t.ns, c.t.rev, c.t.user, c.t.key, c.t.offset = tkStoreOffset, tg.ns, tg.rev, c.user(), key, req.Offset
+	if !c.run(tg.shard) {
+		return false
+	}
+	if code := c.partitionStatus(); code != 0 {
+		return c.status(h, code)
+	}
+	if code := replyCode(c.t.reply); code != 0 {
+		return c.status(h, wire.Code(code))
+	}
+	return c.ok(h, nil)
+}
+
+func (c *conn) deleteOffset(h *wire.RequestHeader, body []byte) bool {
+	var req wire.DeleteConsumerOffset
+	if err := req.DecodeBody(body); err != nil {
+		return c.status(h, errCode(err))
+	}
+	tg, key, code := c.offsetTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition, true)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	c.t.kind, c.t.ns, c.t.rev, c.t.user, c.t.key = tkDeleteOffset, tg.ns, tg.rev, c.user(), key
+	if !c.run(tg.shard) {
+		return false
+	}
+	if code := c.partitionStatus(); code != 0 {
+		return c.status(h, code)
+	}
+	if code := replyCode(c.t.reply); code != 0 {
+		return c.status(h, wire.Code(code))
+	}
+	return c.ok(h, nil)
+}
+
+func (c *conn) getOffset(h *wire.RequestHeader, req *wire.GetConsumerOffset) bool {
+	tg, key, code := c.offsetTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition, false)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	c.t.kind, c.t.ns, c.t.rev, c.t.key = tkGetOffset, tg.ns, tg.rev, key
+	if !c.run(tg.shard) {
+		return false
+	}
+	if c.t.status != 0 {
+		return c.status(h, wire.Code(c.t.status))
+	}
+	if !c.t.poll.found {
+		return c.ok(h, nil)
+	}
+	info := wire.ConsumerOffsetInfo{PartitionID: tg.partition, CurrentOffset: c.t.poll.current, StoredOffset: c.t.poll.stored}
+	return c.okPayload(h, &info)
+}
+
+// emptyPoll is the poll reply with no messages.
+func (c *conn) emptyPoll(h *wire.RequestHeader, partition uint32, current uint64) bool {
+	c.pbuf = wire.AppendPollReplyPrefix(c.pbuf[:0], partition, current, 0)
+	return c.ok(h, c.pbuf)
+}
+
+func (c *conn) poll(h *wire.RequestHeader, body []byte) bool {
+	var req wire.PollMessages
+	if err := req.DecodeBody(body); err != nil {
+		return c.emptyPoll(h, 0, 0)
+	}
+	view := c.n.store.View()
+	st, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	uid := c.user()
+	if !view.Allowed(uid, metadata.ActionPollMessages, st.ID, tp.ID) {
+		return c.status(h, wire.CodeUnauthorized)
+	}
+	key, g, code := consumerKey(tp, req.Consumer)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	pid := uint32(0)
+	if req.Partition.Set {
+		pid = req.Partition.ID
+	}
+	if g != nil {
+		client := c.clientID()
+		if req.Partition.Set {
+			if !g.Owns(client, pid) {
+				return c.emptyPoll(h, wire.ResyncPartition, 0)
+			}
+		} else {
+			_, owned, ok := g.Assignment(client)
+			if !ok || len(owned) == 0 {
+				return c.emptyPoll(h, wire.ResyncPartition, 0)
+			}
+			pid = owned[c.rr%uint32(len(owned))]
+			c.rr++
+		}
+	}
+	tg, code := c.target(st, tp, pid)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	c.t.kind, c.t.ns, c.t.rev, c.t.user, c.t.key = tkPoll, tg.ns, tg.rev, uid, key
+	c.t.strategy, c.t.count, c.t.auto = req.Strategy, req.Count, req.AutoCommit
+	if !c.run(tg.shard) {
+		return false
+	}
+	if c.t.status != 0 {
+		return c.status(h, wire.Code(c.t.status))
+	}
+	return c.pollReply(h)
+}
+
+// pollReply writes the header, the 16-byte prefix and the records with one
+// vectored write: record bytes go from the read buffer to the socket
+// without another copy.
+func (c *conn) pollReply(h *wire.RequestHeader) bool {
+	r := &c.t.poll
+	size := wire.HeaderSize + wire.PollReplyPrefixSize
+	for _, p := range r.parts {
+		size += len(p)
+	}
+	rh := wire.ReplyTo(h)
+	rh.Size = uint32(size)
+	if cap(c.wbuf) < wire.HeaderSize+wire.PollReplyPrefixSize {
+		c.wbuf = make([]byte, 0, 4096)
+	}
+	hb := c.wbuf[:wire.HeaderSize]
+	rh.Put(hb)
+	hb = wire.AppendPollReplyPrefix(hb, r.partition, r.current, r.count)
+	c.iov = append(c.iov[:0], hb)
+	c.iov = append(c.iov, r.parts...)
+	iov := c.iov
+	if _, err := iov.WriteTo(c.nc); err != nil {
+		return false
+	}
+	clear(c.iov)
+	return true
+}
+
+func (c *conn) deleteSegments(h *wire.RequestHeader, body []byte) bool {
+	var req wire.DeleteSegments
+	if err := req.DecodeBody(body); err != nil {
+		return c.status(h, errCode(err))
+	}
+	view := c.n.store.View()
+	st, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	if !view.Allowed(c.user(), metadata.ActionDeleteSegments, st.ID, tp.ID) {
+		return c.status(h, wire.CodeUnauthorized)
+	}
+	tg, code := c.target(st, tp, req.PartitionID)
+	if code != 0 {
+		return c.status(h, code)
+	}
+	c.t.kind, c.t.ns, c.t.rev, c.t.count = tkDeleteSegments, tg.ns, tg.rev, req.SegmentsCount
+	if !c.run(tg.shard) {
+		return false
+	}
+	if c.t.status != 0 {
+		return c.status(h, wire.Code(c.t.status))
+	}
+	return c.ok(h, nil)
+}

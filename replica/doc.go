@@ -1,0 +1,136 @@
+// Package replica is the iggo node: boot and recovery, the client listener,
+// connection hand-off, the connection frame loop, and the two kinds of
+// consensus groups a node drives — the metadata group on shard 0 and one
+// group per partition on its owning shard — with their state machines and
+// storage. cmd/iggo-server only wires configuration and logging to it.
+//
+// # Threads of control
+//
+//   - Shards. One shard.Runtime loop per allowed CPU (sharding.*). A shard
+//     owns the consensus groups whose namespace hashes to it
+//     (shard.OwningShard; the metadata group is always shard 0) and their
+//     files, opened through that shard's vfs filesystem (io_uring when the
+//     kernel allows it, else the portable path after one warning). Only the
+//     owning shard's loop touches a partition: its vsr.Replica, journal,
+//     segments and consumer offsets.
+//   - Connections. The listener runs on shard 0's behalf and hands every
+//     accepted connection, before reading a byte, to the next shard
+//     round-robin (shard 0 included unless
+//     cluster.coordinator.skip_shard_zero_for_clients). That shard starts
+//     the connection's goroutine (Go's netpoller does the waiting). The
+//     goroutine reads a frame, decodes it with wire, checks session and
+//     permissions against the published metadata view (metadata.Store; a
+//     copy-on-write State read without locks), and serves reads itself.
+//     Everything replicated, and every partition read, becomes a task in
+//     the owning shard's bounded inbox; a full inbox is answered with
+//     TransientNotAccepted (58), never dropped. The goroutine waits for the
+//     answer before it reads the next frame: exactly one reply per request,
+//     in order.
+//   - Shard loop iteration. Handle takes what one wake-up brought (tasks and
+//     coalesced ticks), submits requests to the replicas, then drives every
+//     touched replica's Ready until nothing more happens: view-state writes,
+//     journal appends (one vectored write per journal file), one group
+//     commit per pass (every journal that needs fdatasync, and segment syncs
+//     that are due, in one vfs submission), the AppendDones that commit and
+//     apply ops, then the segment writes of the applied batches (one
+//     vectored write per segment, all in one submission). Replies go out
+//     last, so a send's reply never releases the connection's buffer while a
+//     write still references it.
+//
+// # One send
+//
+// The connection verifies the batch in place (wire.DecodeSendMessages: layout
+// and every checksum; dense offset deltas), resolves the partition
+// (balanced: server-side round robin per topic; partition id; messages key:
+// XXH32 % count) and hands the batch bytes — a slice of its read buffer,
+// never copied — to the owning shard. The partition's replica prepares it
+// (the prepare body is the batch), the journal writes header and body with
+// one pwritev (and fdatasync under persisted durability), the op commits
+// (quorum of one), and Apply stamps partition_id, base_offset (dense,
+// 0-based) and base_timestamp (the prepare's timestamp) in place and queues
+// the batch for its segment, which the same iteration writes. The socket
+// read, the journal write and the segment write are the only copies.
+//
+// With more than one replica the primary would keep bodies for
+// retransmission, so stamping in place would have to copy the batch first;
+// Options.Transport is the seam for a replica plane (every replica-plane
+// message a group emits goes to Transport.Send; the single-node transport
+// has nowhere to send it).
+//
+// # Durability
+//
+// A topic's durability option (replicated | persisted, enforce_fsync = true
+// meaning persisted) decides whether a send's journal append is
+// fdatasync'ed before the ack; consumer_offset_durability decides it for
+// offset stores. Metadata appends are always fdatasync'ed. Segments are
+// written after commit and made durable by checkpoints; in between they are
+// fdatasync'ed, riding the next group commit, whenever the topic's flush
+// thresholds (messages_required_to_save, size_of_messages_required_to_save,
+// with floors of 16,384 messages and 16 MiB) have accumulated, which only
+// spreads the checkpoint's work. Every 64 applied ops a
+// partition checkpoints: pending segment writes, segment fdatasync and
+// index, the checkpoint file, the superblock (checkpoint op, checksum,
+// offset frontier), then the view state naming it; after that the journal
+// drops what it no longer needs. Restart recovery per group: superblock →
+// view state → the checkpoint it names → segments (torn tail truncated) →
+// journal replay of every op after the checkpoint, re-applied in order;
+// a replayed batch the segments already hold is not written again. The
+// recovered segments must reach the superblock's offset frontier, or the
+// partition refuses to open rather than mint an offset twice.
+//
+// # Data directory
+//
+//	{path}/metadata/superblock              superblock package (4 copies)
+//	{path}/metadata/viewstate               vsr state record, below
+//	{path}/metadata/journal.wal             metadata prepare journal
+//	{path}/metadata/snapshot.bin            metadata checkpoint, below
+//	{path}/metadata/prev/snapshot.bin       the previous one
+//	{path}/streams/{s}/topics/{t}/partitions/{p}/
+//	    incarnation                         partition revision, decimal
+//	    superblock, viewstate               as for metadata
+//	    journal/{first_op:020}.wal          partition prepare journal
+//	    {start_offset:020}.log / .index     segments (segment package)
+//	    checkpoint-{op:020}                 partition checkpoint, below
+//	    purge.gen                           u64 purge generation ‖ XXH3-64
+//	{path}/state/log                        Iggy's legacy file, empty
+//	{path}/runtime/current_config.toml      rewritten at every boot
+//	{path}/logs/iggo-server.log             JSON log lines (rotated)
+//
+// # View state (viewstate)
+//
+// Two 40 KiB slots written alternately (slot = sequence mod 2), each
+// little-endian: magic "IGGOVIEW" (8), sequence u64 (≥ 1), payload length
+// u32, 12 zero bytes, the payload (vsr.EncodeState), XXH3-128 of everything
+// before it (low half first). The newest valid slot wins; a torn write can
+// only damage the slot being written.
+//
+// # Partition checkpoint (checkpoint-{op:020})
+//
+// Little-endian: magic "IGGOPCKP" (8), version u32 = 1, reserved u32 = 0,
+// op u64, next offset u64, purge generation u64, consumer offset count u32,
+// then per offset in ascending (kind, id): kind u8 (1 consumer, 2 group),
+// id u32, offset u64; then XXH3-128 of everything before it.
+//
+// # Metadata checkpoint (snapshot.bin)
+//
+// journal.WriteSnapshot's file whose data is: u32 length S, S bytes of
+// metadata.EncodeSnapshot, then the vsr session table to the end.
+//
+// # Prepare bodies
+//
+// Metadata group: Register (operation 1) [kind u8: 1 user, 2 the node's
+// system session][user_id u32]; every other op is metadata.EncodeOp.
+// Replies are [code u32] then, for a successful create, the record
+// (stream, topic, group, user) in its wire encoding.
+//
+// Partition groups (the operation byte says which):
+//
+//	160 send            the message batch, as sent
+//	161 store offset    [kind u8][id u32][offset u64][flags u8: bit 0 auto-commit]
+//	162 delete offset   [kind u8][id u32]
+//	170 purge           [generation u64]
+//	171 drop group      [group_id u32]
+//
+// Replies: send [base_offset u64]; the others [code u32] (0, or 3021 for a
+// delete of an absent offset). An auto-commit never moves an offset back.
+package replica

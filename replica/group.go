@@ -1,0 +1,378 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/iggo/iggo/journal"
+	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/superblock"
+	"github.com/iggo/iggo/vsr"
+)
+
+// groupSM is what a group needs from its state machine besides Apply.
+type groupSM interface {
+	vsr.StateMachine
+	// checkpoint makes the state after op durable and returns the
+	// checkpoint's manifest. It runs right after the Ready that asked for
+	// it, before any other call into the replica, so the state machine
+	// still holds exactly the state after op.
+	checkpoint(op uint64, sessions []byte) (vsr.Manifest, error)
+	// checkpointDurable reports that the durable state record now names
+	// checkpoint op: older checkpoint artifacts may go.
+	checkpointDurable(op uint64)
+	// syncAppend reports whether the journal append of this prepare must be
+	// fdatasync'ed before it counts as written (persisted durability).
+	syncAppend(h *vsr.Header) bool
+}
+
+// groupSpec describes a group to open.
+type groupSpec struct {
+	id   uint64
+	name string
+	dir  string
+	cfg  vsr.Config
+	sm   groupSM
+	// metadata selects the metadata journal (dir/journal.wal) instead of a
+	// partition journal (dir/journal/).
+	metadata    bool
+	metaOpts    journal.MetadataOptions
+	partOpts    journal.PartitionOptions
+	cluster     superblock.Uint128
+	incarnation uint64
+	// restore rebuilds the state machine at checkpoint op (the one the
+	// durable state record names) and returns its manifest and the session
+	// table stored with it.
+	restore func(op uint64) (*vsr.Manifest, []byte, error)
+}
+
+// group drives one vsr.Replica: it executes the replica's Ready (state
+// record writes, journal appends, reads, checkpoints), routes replies to the
+// waiting tasks and hands replica-plane messages to the transport. It is
+// owned by one shard loop.
+type group struct {
+	sh   *shardLoop
+	id   uint64
+	name string
+	dir  string
+	r    *vsr.Replica
+	sm   groupSM
+	j    *journal.Journal
+	vs   *viewState
+	sb   *superblock.Superblock
+	log  *zap.Logger
+
+	waiting map[uint64]*task
+	token   uint64
+	// bootBodies holds the journal entries read at boot above the
+	// checkpoint, so the replay that follows does not read them twice.
+	bootBodies map[uint64][]byte
+
+	dirty   bool
+	syncing []appended
+	ticket  journal.SyncTicket
+
+	durableCkpt uint64
+	failed      error
+	closed      bool
+}
+
+type appended struct {
+	op uint64
+	id vsr.Checksum
+}
+
+// openGroup recovers a group from dir (creating it when new): superblock,
+// view state, the checkpoint the view state names, the journal.
+func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
+	fsys := sh.fs
+	if err := vfs.MkdirAllSync(fsys, spec.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("replica: creating %s: %w", spec.dir, err)
+	}
+	sb, err := superblock.Open(fsys, spec.dir, spec.cluster, spec.cfg.Replica)
+	if errors.Is(err, superblock.ErrNotFound) {
+		sb, err = superblock.Format(fsys, spec.dir, superblock.State{
+			Cluster: spec.cluster, Replica: spec.cfg.Replica, ReplicaCount: spec.cfg.ReplicaCount})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replica: group %s: %w", spec.name, err)
+	}
+	g := &group{sh: sh, id: spec.id, name: spec.name, dir: spec.dir, sm: spec.sm, sb: sb,
+		log: sh.log.With(zap.String("group", spec.name)), waiting: map[uint64]*task{}}
+	fail := func(err error) (*group, error) {
+		g.closeFiles()
+		return nil, fmt.Errorf("replica: group %s: %w", spec.name, err)
+	}
+	vs, payload, err := openViewState(fsys, spec.dir)
+	if err != nil {
+		return fail(err)
+	}
+	g.vs = vs
+	boot := vsr.Boot{Incarnation: spec.incarnation}
+	var ckpt uint64
+	if payload != nil {
+		st, err := vsr.DecodeState(payload)
+		if err != nil {
+			return fail(err)
+		}
+		boot.State = payload
+		ckpt = st.Checkpoint
+		g.durableCkpt = ckpt
+		if ckpt > 0 {
+			m, sessions, err := spec.restore(ckpt)
+			if err != nil {
+				return fail(fmt.Errorf("restoring checkpoint %d: %w", ckpt, err))
+			}
+			boot.Checkpoint, boot.Sessions = m, sessions
+		}
+	}
+	if spec.metadata {
+		g.j, _, err = journal.OpenMetadata(fsys, spec.dir, spec.metaOpts)
+	} else {
+		g.j, _, err = journal.OpenPartition(fsys, filepath.Join(spec.dir, "journal"), spec.partOpts)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if rec := g.j.Recovery(); rec != nil && (rec.Torn != nil || len(rec.Faulty) > 0) {
+		g.log.Warn("journal recovered with damage", zap.Any("torn", rec.Torn), zap.Any("faulty", rec.Faulty))
+	}
+	if payload == nil && g.j.Len() > 0 {
+		return fail(fmt.Errorf("journal holds ops %d..%d but no state record names them", g.j.First(), g.j.Last()))
+	}
+	if g.j.Len() > 0 {
+		g.bootBodies = map[uint64][]byte{}
+		for op := g.j.First(); op <= g.j.Last(); op++ {
+			e := vsr.JournalEntry{Op: op}
+			if info, ok := g.j.Info(op); ok && !info.Faulty {
+				if b, err := g.j.Read(op); err == nil && len(b) >= vsr.HeaderSize {
+					e.Header = new(vsr.Header)
+					copy(e.Header[:], b[:vsr.HeaderSize])
+					if op > ckpt {
+						g.bootBodies[op] = b
+					}
+				} else if err != nil {
+					g.log.Warn("journal entry unreadable at boot", zap.Uint64("op", op), zap.Error(err))
+				}
+			}
+			boot.Journal = append(boot.Journal, e)
+		}
+	}
+	r, err := vsr.New(spec.cfg, spec.sm, boot)
+	if err != nil {
+		return fail(err)
+	}
+	g.r = r
+	g.sh.markDirty(g)
+	return g, nil
+}
+
+func (g *group) closeFiles() {
+	if g.j != nil {
+		_ = g.j.Close()
+	}
+	if g.vs != nil {
+		_ = g.vs.close()
+	}
+	if g.sb != nil {
+		_ = g.sb.Close()
+	}
+}
+
+// submit hands a request to the replica; the task gets the reply.
+func (g *group) submit(t *task, req vsr.Request) {
+	if g.failed != nil {
+		t.failStatus(wireCodeUnavailable)
+		g.sh.deliverTask(t)
+		return
+	}
+	g.token++
+	req.Token = g.token
+	g.waiting[req.Token] = t
+	g.r.Submit(req)
+	g.sh.markDirty(g)
+}
+
+// process executes one Ready.
+func (g *group) process(rd vsr.Ready) {
+	var (
+		ckptOp   uint64
+		ckptM    vsr.Manifest
+		ckptErr  error
+		hasCkpt  = rd.Checkpoint != nil
+		stateErr error
+		stateCk  uint64
+		hasState = rd.State != nil
+		doneNow  []appended
+		appendFl []appended
+		appendE  error
+		reads    []readDone
+	)
+	if hasCkpt {
+		ckptOp = rd.Checkpoint.Op
+		ckptM, ckptErr = g.sm.checkpoint(ckptOp, rd.Checkpoint.Sessions)
+		if ckptErr != nil {
+			g.log.Error("checkpoint failed", zap.Uint64("op", ckptOp), zap.Error(ckptErr))
+		}
+	}
+	if hasState {
+		stateErr = g.vs.write(rd.State)
+		if stateErr == nil {
+			if st, err := vsr.DecodeState(rd.State); err == nil {
+				stateCk = st.Checkpoint
+			}
+		} else {
+			g.log.Error("state record write failed", zap.Error(stateErr))
+		}
+	}
+
+	var run []journal.Entry
+	var runOps []appended
+	runSync := false
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		if err := g.j.Append(run...); err != nil {
+			appendE = err
+			appendFl = append(appendFl, runOps...)
+		} else if runSync {
+			g.syncing = append(g.syncing, runOps...)
+			g.sh.needSync(g)
+		} else {
+			doneNow = append(doneNow, runOps...)
+		}
+		clear(run)
+		run, runOps, runSync = run[:0], runOps[:0], false
+	}
+	for i := range rd.Journal {
+		op := &rd.Journal[i]
+		switch op.Kind {
+		case vsr.JournalAppend:
+			run = append(run, journal.Entry{Op: op.Op, Parts: [][]byte{op.Header[:], op.Body}})
+			runOps = append(runOps, appended{op: op.Op, id: op.Header.Identity()})
+			if op.Sync || g.sm.syncAppend(op.Header) {
+				runSync = true
+			}
+		case vsr.JournalTruncate:
+			flush()
+			if _, err := g.j.TruncateFrom(op.Op + 1); err != nil {
+				g.fail(fmt.Errorf("journal truncate above %d: %w", op.Op, err))
+				return
+			}
+		case vsr.JournalDiscard:
+			flush()
+			if err := g.j.DiscardPrefix(op.Op); err != nil {
+				g.fail(fmt.Errorf("journal discard through %d: %w", op.Op, err))
+				return
+			}
+		}
+	}
+	flush()
+	for _, rr := range rd.Reads {
+		if b, ok := g.bootBodies[rr.Op]; ok {
+			delete(g.bootBodies, rr.Op)
+			reads = append(reads, readDone{op: rr.Op, frame: b})
+			continue
+		}
+		b, err := g.j.Read(rr.Op)
+		reads = append(reads, readDone{op: rr.Op, frame: b, err: err})
+	}
+	for _, m := range rd.Messages {
+		g.sh.n.transport.Send(g.id, m)
+	}
+	for i := range rd.Replies {
+		g.complete(&rd.Replies[i])
+	}
+
+	if hasState {
+		g.r.StateDone(stateErr)
+		if stateErr == nil && stateCk > g.durableCkpt {
+			g.durableCkpt = stateCk
+			g.sm.checkpointDurable(stateCk)
+		}
+	}
+	for _, a := range appendFl {
+		g.r.AppendDone(a.op, a.id, appendE)
+	}
+	for _, a := range doneNow {
+		g.r.AppendDone(a.op, a.id, nil)
+	}
+	for _, rdn := range reads {
+		g.r.ReadDone(rdn.op, rdn.frame, rdn.err)
+	}
+	if hasCkpt {
+		g.r.CheckpointDone(ckptOp, ckptM, ckptErr)
+	}
+	if err := g.r.Err(); err != nil {
+		g.fail(err)
+	}
+}
+
+type readDone struct {
+	op    uint64
+	frame []byte
+	err   error
+}
+
+// syncDone completes the appends that waited for the group commit.
+func (g *group) syncDone(err error) {
+	ops := g.syncing
+	g.syncing = nil
+	if err == nil {
+		g.j.SyncDone(g.ticket)
+	}
+	for _, a := range ops {
+		g.r.AppendDone(a.op, a.id, err)
+	}
+	g.sh.markDirty(g)
+	if err := g.r.Err(); err != nil {
+		g.fail(err)
+	}
+}
+
+// complete routes a reply to its task.
+func (g *group) complete(rp *vsr.Reply) {
+	t, ok := g.waiting[rp.Token]
+	if !ok {
+		return
+	}
+	delete(g.waiting, rp.Token)
+	t.vstatus = rp.Status
+	t.evict = rp.Eviction
+	t.op = rp.Op
+	t.reply = rp.Body
+	g.sh.deliverTask(t)
+}
+
+// fail stops the group: the replica can no longer be trusted to keep its
+// journal's order (a failed write or fdatasync). Waiting requests are
+// answered; new ones are refused until the node restarts and recovers the
+// group from disk.
+func (g *group) fail(err error) {
+	if g.failed != nil {
+		return
+	}
+	g.failed = err
+	g.log.Error("consensus group stopped; restart the server to recover it from disk", zap.Error(err))
+	for tok, t := range g.waiting {
+		delete(g.waiting, tok)
+		t.failStatus(wireCodeUnavailable)
+		g.sh.deliverTask(t)
+	}
+}
+
+// drop closes the group's files and answers every waiting request with
+// code (the group is being deleted).
+func (g *group) drop(code uint32) {
+	for tok, t := range g.waiting {
+		delete(g.waiting, tok)
+		t.failStatus(code)
+		g.sh.deliverTask(t)
+	}
+	g.closed = true
+	g.closeFiles()
+}

@@ -1,0 +1,190 @@
+package metadata
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/iggo/iggo/wire"
+)
+
+func groupCmds() (Identifier, Identifier) { return NamedID("s"), NamedID("t") }
+
+func TestGroupIDsNeverReused(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 3)
+	s, tp := groupCmds()
+	for i, name := range []string{"a", "b", "c"} {
+		r := m.must(CreateConsumerGroup{Stream: s, Topic: tp, Name: name})
+		if r.Group.ID != uint32(i) || r.Topic.PartitionsCount() != 3 || len(r.Group.Members) != 0 {
+			t.Fatalf("group %s: %+v", name, r.Group)
+		}
+	}
+	m.must(DeleteConsumerGroup{Stream: s, Topic: tp, Group: NumericID(2)})
+	m.must(DeleteConsumerGroup{Stream: s, Topic: tp, Group: NamedID("a")})
+	if r := m.must(CreateConsumerGroup{Stream: s, Topic: tp, Name: "a"}); r.Group.ID != 3 {
+		t.Fatalf("recreated group got id %d, want 3 (never reused)", r.Group.ID)
+	}
+	ids := []uint32{}
+	for _, g := range m.s.Stream(0).Topic(0).Groups() {
+		ids = append(ids, g.ID)
+	}
+	if !slices.Equal(ids, []uint32{1, 3}) {
+		t.Fatalf("groups %v", ids)
+	}
+}
+
+func TestGroupRules(t *testing.T) {
+	s, tp := groupCmds()
+	tests := []struct {
+		name string
+		cmd  Command
+		want wire.Code
+	}{
+		{"duplicate name", CreateConsumerGroup{Stream: s, Topic: tp, Name: "g"}, wire.CodeConsumerGroupNameAlreadyExists},
+		{"empty name", CreateConsumerGroup{Stream: s, Topic: tp, Name: ""}, wire.CodeInvalidConsumerGroupName},
+		{"create missing topic", CreateConsumerGroup{Stream: s, Topic: NamedID("x"), Name: "h"}, wire.CodeTopicIdNotFound},
+		{"create missing stream", CreateConsumerGroup{Stream: NamedID("x"), Topic: tp, Name: "h"}, wire.CodeStreamIdNotFound},
+		{"delete missing", DeleteConsumerGroup{Stream: s, Topic: tp, Group: NumericID(9)}, wire.CodeConsumerGroupIdNotFound},
+		{"join missing", JoinConsumerGroup{Stream: s, Topic: tp, Group: NamedID("zz")}, wire.CodeConsumerGroupIdNotFound},
+		{"join missing topic", JoinConsumerGroup{Stream: s, Topic: NumericID(4), Group: NumericID(0)}, wire.CodeTopicIdNotFound},
+		{"leave missing", LeaveConsumerGroup{Stream: s, Topic: tp, Group: NumericID(9)}, wire.CodeConsumerGroupIdNotFound},
+		{"leave when not a member", LeaveConsumerGroup{Stream: s, Topic: tp, Group: NumericID(0)}, wire.CodeConsumerGroupMemberNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMachine(t)
+			m.stream("s")
+			m.topic("s", "t", 2)
+			m.must(CreateConsumerGroup{Stream: s, Topic: tp, Name: "g"})
+			m.expect(tc.want, tc.cmd)
+		})
+	}
+}
+
+func assignment(t *testing.T, m *machine, c ClientID) (uint64, []uint32) {
+	t.Helper()
+	g := m.s.Stream(0).Topic(0).Group(0)
+	gen, ps, ok := g.Assignment(c)
+	if !ok {
+		t.Fatalf("client %v is not a member", c)
+	}
+	return gen, ps
+}
+
+func TestJoinLeaveRebalance(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 5)
+	s, tp := groupCmds()
+	g := NumericID(0)
+	m.must(CreateConsumerGroup{Stream: s, Topic: tp, Name: "g"})
+
+	a, b, c := cl(10), cl(20), cl(30)
+	if r := m.client(a, JoinConsumerGroup{Stream: s, Topic: tp, Group: g}); r.Code != OK || r.Group.Generation != 1 {
+		t.Fatalf("join a: %+v", r)
+	}
+	if _, ps := assignment(t, m, a); !slices.Equal(ps, []uint32{0, 1, 2, 3, 4}) {
+		t.Fatalf("a owns %v", ps)
+	}
+	// Joining again is idempotent: no generation bump.
+	if r := m.client(a, JoinConsumerGroup{Stream: s, Topic: tp, Group: g}); r.Code != OK || r.Group.Generation != 1 || len(r.Effects) != 0 {
+		t.Fatalf("rejoin a: %+v", r)
+	}
+	m.client(b, JoinConsumerGroup{Stream: s, Topic: tp, Group: NamedID("g")})
+	m.client(c, JoinConsumerGroup{Stream: s, Topic: tp, Group: g})
+	gen, pa := assignment(t, m, a)
+	_, pb := assignment(t, m, b)
+	_, pc := assignment(t, m, c)
+	if gen != 3 || !slices.Equal(pa, []uint32{0, 3}) || !slices.Equal(pb, []uint32{1, 4}) || !slices.Equal(pc, []uint32{2}) {
+		t.Fatalf("gen %d a=%v b=%v c=%v", gen, pa, pb, pc)
+	}
+	grp := m.s.Stream(0).Topic(0).Group(0)
+	if !grp.Owns(b, 4) || grp.Owns(b, 0) || grp.Owns(cl(99), 0) {
+		t.Fatal("Owns disagrees with the assignment")
+	}
+	if ids := []uint32{grp.Members[0].ID, grp.Members[1].ID, grp.Members[2].ID}; !slices.Equal(ids, []uint32{0, 1, 2}) {
+		t.Fatalf("member ids %v", ids)
+	}
+
+	if r := m.client(b, LeaveConsumerGroup{Stream: s, Topic: tp, Group: g}); r.Code != OK {
+		t.Fatalf("leave b: %v", r.Code)
+	}
+	gen, pa = assignment(t, m, a)
+	_, pc = assignment(t, m, c)
+	if gen != 4 || !slices.Equal(pa, []uint32{0, 2, 4}) || !slices.Equal(pc, []uint32{1, 3}) {
+		t.Fatalf("after leave gen %d a=%v c=%v", gen, pa, pc)
+	}
+	if _, _, ok := m.s.Stream(0).Topic(0).Group(0).Assignment(b); ok {
+		t.Fatal("b still a member")
+	}
+	// A rejoining client gets a new member id.
+	m.client(b, JoinConsumerGroup{Stream: s, Topic: tp, Group: g})
+	if mb, _ := m.s.Stream(0).Topic(0).Group(0).Member(b); mb.ID != 3 {
+		t.Fatalf("rejoined member id %d, want 3", mb.ID)
+	}
+
+	// Partition changes rebalance every group of the topic.
+	r := m.must(CreatePartitions{Stream: s, Topic: tp, Count: 1})
+	if len(r.Effects) != 2 || r.Effects[1].Kind != EffectGroupRebalanced || r.Effects[1].Generation != 6 {
+		t.Fatalf("create partitions effects %+v", r.Effects)
+	}
+	_, pa = assignment(t, m, a)
+	if !slices.Equal(pa, []uint32{0, 3}) {
+		t.Fatalf("a after adding a partition: %v", pa)
+	}
+	m.must(DeletePartitions{Stream: s, Topic: tp, Count: 5})
+	_, pa = assignment(t, m, a)
+	_, pc = assignment(t, m, c)
+	_, pb = assignment(t, m, b)
+	if !slices.Equal(pa, []uint32{0}) || len(pc) != 0 || len(pb) != 0 {
+		t.Fatalf("after shrinking to one partition a=%v c=%v b=%v", pa, pc, pb)
+	}
+}
+
+func TestDisconnectLeavesAllGroups(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 2)
+	m.topic("s", "u", 2)
+	s := NamedID("s")
+	for _, topic := range []string{"t", "u"} {
+		for _, g := range []string{"g1", "g2"} {
+			m.must(CreateConsumerGroup{Stream: s, Topic: NamedID(topic), Name: g})
+		}
+	}
+	x, y := cl(1), cl(2)
+	m.client(x, JoinConsumerGroup{Stream: s, Topic: NamedID("t"), Group: NamedID("g1")})
+	m.client(x, JoinConsumerGroup{Stream: s, Topic: NamedID("u"), Group: NamedID("g2")})
+	m.client(y, JoinConsumerGroup{Stream: s, Topic: NamedID("t"), Group: NamedID("g1")})
+	if refs := m.s.Memberships(x); !slices.Equal(refs, []GroupRef{{0, 0, 0}, {0, 1, 1}}) {
+		t.Fatalf("memberships %v", refs)
+	}
+	// Clients cannot issue the system command.
+	if r := m.client(x, DisconnectClient{Client: x}); r.Code != wire.CodeUnauthorized {
+		t.Fatalf("client-issued disconnect: %v", r.Code)
+	}
+	r := m.sys(DisconnectClient{Client: x})
+	if len(r.Effects) != 2 {
+		t.Fatalf("effects %+v", r.Effects)
+	}
+	if refs := m.s.Memberships(x); len(refs) != 0 {
+		t.Fatalf("still member of %v", refs)
+	}
+	if _, ps := assignment(t, m, y); !slices.Equal(ps, []uint32{0, 1}) {
+		t.Fatalf("y owns %v after x left", ps)
+	}
+	if r := m.sys(DisconnectClient{Client: cl(77)}); r.Code != OK || len(r.Effects) != 0 {
+		t.Fatalf("disconnect of a non-member: %+v", r)
+	}
+}
+
+func TestJoinNeedsClientID(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 1)
+	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
+	if r := m.client(ClientID{}, JoinConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Group: NumericID(0)}); r.Code != wire.CodeInvalidCommand {
+		t.Fatalf("zero client id: %v", r.Code)
+	}
+}

@@ -1,0 +1,765 @@
+package replica
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeebo/xxh3"
+	"go.uber.org/zap"
+
+	"github.com/iggo/iggo/journal"
+	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/shard"
+	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/superblock"
+	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/wire"
+)
+
+// ServerVersion is what the login reply and GET_STATS report.
+const ServerVersion = "0.9.0-iggo"
+
+// Default root credentials of --with-default-root-credentials.
+const (
+	DefaultRootUsername = "iggy"
+	DefaultRootPassword = "iggy"
+)
+
+// Options configure a Node.
+type Options struct {
+	// Config is the validated configuration.
+	Config *config.Config
+	// ReplicaID selects this node's roster entry (0 for a single node).
+	ReplicaID int
+	// Fresh wipes the data directory before booting.
+	Fresh bool
+	// DefaultRootCredentials makes a first boot create root as iggy/iggy
+	// unless IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD say otherwise.
+	DefaultRootCredentials bool
+	// Environ is where IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD are read
+	// (KEY=value strings); nil means os.Environ().
+	Environ []string
+	// Logger receives everything the node logs; nil discards.
+	Logger *zap.Logger
+	// Transport carries replica-plane messages; nil is the single-node
+	// transport, which has nowhere to send them.
+	Transport Transport
+}
+
+// Transport is the replica plane seen from the consensus groups: every
+// message a replica emits goes to Send. With one replica nothing is ever
+// emitted; a cluster plugs a transport that frames the message and sends it
+// to replica To, and delivers inbound frames to the owning shard.
+type Transport interface {
+	Send(group uint64, e vsr.Envelope)
+}
+
+type noTransport struct{}
+
+func (noTransport) Send(uint64, vsr.Envelope) {}
+
+// Node is one iggo server process: shards, consensus groups, storage and
+// the client listener.
+type Node struct {
+	cfg  *config.Config
+	opts Options
+	log  *zap.Logger
+
+	store     *metadata.Store
+	rt        *shard.Runtime[*task]
+	shards    []*shardLoop
+	fss       []vfs.ShardFS
+	transport Transport
+
+	cluster     superblock.Uint128
+	clusterID   vsr.Checksum
+	incarnation uint64
+	seed        uint64
+	maxFrame    uint32
+	// pollBufferMax bounds a poll's records so the reply frame stays under
+	// the frame limit (header and 16-byte prefix included).
+	pollBufferMax int
+	admit         metadata.AdmitConfig
+
+	ln      net.Listener
+	handoff *shard.RoundRobin
+	bound   string
+	started time.Time
+
+	clients   clientRegistry
+	partStats sync.Map // shard.Namespace → *partStats
+	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
+
+	stopping  atomic.Bool
+	stop      chan struct{}
+	bg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New checks the options and prepares a node; Start boots it.
+func New(opts Options) (*Node, error) {
+	if opts.Config == nil {
+		return nil, errors.New("replica: no config")
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Config.Cluster.Enabled {
+		return nil, errors.New("replica: cluster.enabled = true: this build runs a single node; set cluster.enabled = false")
+	}
+	if opts.ReplicaID != 0 {
+		return nil, fmt.Errorf("replica: --replica-id %d: a single node is replica 0", opts.ReplicaID)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	tr := opts.Transport
+	if tr == nil {
+		tr = noTransport{}
+	}
+	n := &Node{cfg: opts.Config, opts: opts, log: log, transport: tr, stop: make(chan struct{})}
+	n.maxFrame = uint32(opts.Config.MessageBus.MaxMessageSize.Bytes())
+	n.pollBufferMax = int(n.maxFrame) - wire.HeaderSize - wire.PollReplyPrefixSize
+	sum := xxh3.Hash128([]byte(opts.Config.Cluster.Name))
+	n.cluster = superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}
+	n.clusterID = vsrChecksum(sum)
+	n.admit = metadata.DefaultAdmitConfig()
+	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
+	n.clients.init()
+	return n, nil
+}
+
+// Log returns the node's logger.
+func (n *Node) Log() *zap.Logger { return n.log }
+
+// Addr is the bound client address (after Start).
+func (n *Node) Addr() string { return n.bound }
+
+// Store returns the published metadata (read-only views).
+func (n *Node) Store() *metadata.Store { return n.store }
+
+// Start boots the node: storage recovery, the metadata group and every
+// partition group replayed from their journals, root bootstrap on a first
+// boot, then the shards and the listener. It returns once clients can
+// connect.
+func (n *Node) Start() error {
+	n.started = time.Now()
+	n.incarnation = uint64(n.started.UnixMicro())
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	n.seed = binary.LittleEndian.Uint64(seed[:])
+	cfg := n.cfg
+	osfs := vfs.NewOS()
+	if n.opts.Fresh {
+		n.log.Warn("--fresh: wiping the data directory", zap.String("path", cfg.Path))
+		if err := osfs.RemoveAll(cfg.Path); err != nil {
+			return fmt.Errorf("replica: wiping %s: %w", cfg.Path, err)
+		}
+	}
+	for _, d := range []string{cfg.Path, filepath.Join(cfg.Path, "metadata"), filepath.Join(cfg.Path, "streams"),
+		filepath.Join(cfg.Path, "state")} {
+		if err := vfs.MkdirAllSync(osfs, d, 0o755); err != nil {
+			return fmt.Errorf("replica: creating %s: %w", d, err)
+		}
+	}
+	// state/log is Iggy's legacy state file: created empty, never written.
+	if _, err := osfs.Stat(filepath.Join(cfg.Path, "state", "log")); errors.Is(err, fs.ErrNotExist) {
+		if err := vfs.WriteFileAtomic(osfs, filepath.Join(cfg.Path, "state", "log"), nil, 0o644); err != nil {
+			return fmt.Errorf("replica: creating state/log: %w", err)
+		}
+	}
+	cpus, err := cfg.ShardCPUs()
+	if err != nil {
+		return err
+	}
+	rt, err := shard.New[*task](cfg.Sharding.RuntimeConfig(cpus, n.log))
+	if err != nil {
+		return err
+	}
+	n.rt = rt
+	fss, impl, err := vfs.OpenShards(n.log, rt.Shards(), vfs.Options{InlineWrites: true})
+	if err != nil {
+		return err
+	}
+	n.fss = fss
+	n.log.Info("storage", zap.String("io", string(impl)), zap.Int("shards", rt.Shards()), zap.Ints("cpus", cpus))
+	n.shards = make([]*shardLoop, rt.Shards())
+	for i := range n.shards {
+		n.shards[i] = newShardLoop(n, i, fss[i])
+	}
+	if err := n.bootMetadata(); err != nil {
+		n.closeStorage()
+		return err
+	}
+	if err := n.bootPartitions(); err != nil {
+		n.closeStorage()
+		return err
+	}
+	if err := rt.Start(func(i int) shard.Handler[*task] { return n.shards[i] }); err != nil {
+		n.closeStorage()
+		return err
+	}
+	if err := n.listen(); err != nil {
+		_, _ = rt.Shutdown()
+		n.closeStorage()
+		return err
+	}
+	n.startBackground()
+	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("path", cfg.Path),
+		zap.String("version", ServerVersion))
+	return nil
+}
+
+func (n *Node) baseVSRConfig(group uint64) vsr.Config {
+	c := vsr.DefaultConfig()
+	cl := n.cfg.Cluster
+	c.Cluster = n.clusterID
+	c.Group = group
+	c.Replica, c.ReplicaCount = 0, 1
+	c.MessageSizeMax = n.maxFrame
+	c.HeartbeatTimeout = cl.HeartbeatTimeout.Duration
+	c.CommitBroadcastInterval = cl.CommitBroadcastInterval.Duration
+	c.PrepareRetransmitInterval = cl.PrepareRetransmitInterval.Duration
+	c.ViewChangeRetransmitInterval = cl.ViewChangeRetransmitInterval.Duration
+	c.ViewChangeStatusTimeout = cl.ViewChangeStatusTimeout.Duration
+	c.RequestStartViewRetransmitInterval = cl.RequestStartViewRetransmitInterval.Duration
+	c.ViewProbeAttemptsMax = cl.ViewProbeAttemptsMax
+	c.RepairRetryInterval = cl.RepairRetryInterval.Duration
+	c.RepairChunkMax = cl.RepairChunkMax
+	c.Seed = n.seed ^ group
+	return c
+}
+
+// Partition groups: a request queue deep enough for every producer a
+// partition realistically has (a full queue answers 58, which SDKs
+// replay), the smallest journal window the protocol allows, and frequent
+// checkpoints so the journal holds little beyond what replay needs.
+const (
+	partitionRequestQueue       = 4096
+	partitionCheckpointInterval = 64
+)
+
+func (n *Node) partitionVSRConfig(group uint64, tc metadata.TopicConfig) vsr.Config {
+	c := n.baseVSRConfig(group)
+	depth := n.cfg.Partition.PrepareQueueDepth
+	c.PrepareQueueDepth = depth
+	c.RequestQueueDepth = partitionRequestQueue
+	c.JournalSlots = 4 * max(64, depth)
+	c.CheckpointInterval = min(partitionCheckpointInterval, c.JournalSlots/2)
+	if tc.Durability == metadata.DurabilityPersisted {
+		c.Durability = vsr.Persisted
+	}
+	return c
+}
+
+// partitionJournalOptions sizes a partition journal. The replica keeps
+// JournalSlots/2 ops below its checkpoint, at most CheckpointInterval ops
+// between checkpoints and PrepareQueueDepth in flight; the budget must
+// admit that many of the largest prepares or an append would be refused
+// with no way to make room. partition.wal_bytes_max is the floor.
+func (n *Node) partitionJournalOptions(c vsr.Config) journal.PartitionOptions {
+	ops := int64(c.JournalSlots/2 + c.CheckpointInterval + c.PrepareQueueDepth + 2)
+	entry := int64(n.maxFrame) + 4096
+	budget := max(int64(n.cfg.Partition.WALBytesMax.Bytes()), ops*(entry+journal.RecordHeaderSize))
+	return journal.PartitionOptions{Budget: budget, MaxEntry: int(entry)}
+}
+
+func (n *Node) metadataVSRConfig() vsr.Config {
+	c := n.baseVSRConfig(vsr.MetadataGroup)
+	m := n.cfg.Metadata
+	c.Sessions = true
+	c.ClientsMax = m.ClientsTableMax
+	c.PrepareQueueDepth = m.PrepareQueueDepth
+	c.RequestQueueDepth = 1024
+	c.JournalSlots = m.JournalSlots
+	c.CheckpointInterval = m.JournalSlots / 4
+	c.Durability = vsr.Persisted
+	return c
+}
+
+// bootMetadata recovers the metadata group on shard 0 and, on a first boot,
+// creates the root user.
+func (n *Node) bootMetadata() error {
+	sh := n.shards[0]
+	n.store = metadata.NewStore(metadata.NewState())
+	dir := filepath.Join(n.cfg.Path, "metadata")
+	m := &metaSM{n: n, sh: sh, store: n.store, dir: dir, booting: true}
+	sh.meta = m
+	cfg := n.metadataVSRConfig()
+	g, err := sh.openGroup(groupSpec{
+		id: vsr.MetadataGroup, name: "metadata", dir: dir, cfg: cfg, sm: m, metadata: true,
+		metaOpts:    journal.MetadataOptions{Slots: 2 * cfg.JournalSlots, MaxEntry: int(n.maxFrame) + 4096},
+		cluster:     n.cluster,
+		incarnation: n.incarnation,
+		restore:     m.restore,
+	})
+	if err != nil {
+		return err
+	}
+	m.g = g
+	sh.groups[g.id] = g
+	sh.settle()
+	g.bootBodies = nil
+	view := n.store.View()
+	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Int("streams", view.StreamsCount()),
+		zap.Int("users", len(view.Users())))
+	m.pumpSystem()
+	if err := n.bootWait(sh, func() bool { return m.sysSession != 0 }, "registering the system session"); err != nil {
+		return err
+	}
+	if !view.Bootstrapped() {
+		user, pass, generated, err := n.rootCredentials()
+		if err != nil {
+			return err
+		}
+		hash, err := metadata.HashPassword(pass, n.admit.Argon2)
+		if err != nil {
+			return err
+		}
+		limits := metadata.DefaultLimits()
+		limits.MaxTokensPerUser = uint32(n.cfg.PersonalAccessToken.MaxTokensPerUser)
+		m.enqueueSystem(metadata.Bootstrap{RootUsername: user, RootPasswordHash: hash, Limits: limits}, nil)
+		if err := n.bootWait(sh, m.systemIdle, "creating the root user"); err != nil {
+			return err
+		}
+		if !n.store.View().Bootstrapped() {
+			return errors.New("replica: the root user could not be created")
+		}
+		if generated {
+			n.log.Warn("root user created with a generated password; it is shown only this once",
+				zap.String("username", user), zap.String("password", pass))
+		} else {
+			n.log.Info("root user created", zap.String("username", user))
+		}
+	}
+	m.booting = false
+	// Members of consumer groups were connections of the previous run;
+	// none survived the restart.
+	for _, st := range n.store.View().Streams() {
+		for _, tp := range st.Topics() {
+			for _, grp := range tp.Groups() {
+				for _, mem := range grp.Members {
+					m.enqueueSystem(metadata.DisconnectClient{Client: mem.Client}, nil)
+				}
+			}
+		}
+	}
+	if err := n.bootWait(sh, m.systemIdle, "removing stale consumer-group members"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// bootWait drives shard sh (before the runtime runs it) until cond holds,
+// feeding ticks so the replica's timers run.
+func (n *Node) bootWait(sh *shardLoop, cond func() bool, what string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		sh.settle()
+		if cond() {
+			return nil
+		}
+		for _, g := range sh.groups {
+			if g.failed != nil {
+				return fmt.Errorf("replica: %s: %w", what, g.failed)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replica: %s: no progress within a minute", what)
+		}
+		time.Sleep(vsr.TickInterval)
+		sh.tick(1)
+	}
+}
+
+// rootCredentials picks the root user of a first boot.
+func (n *Node) rootCredentials() (user, pass string, generated bool, err error) {
+	env := n.opts.Environ
+	if env == nil {
+		env = os.Environ()
+	}
+	get := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if len(env[i]) > len(k) && env[i][:len(k)] == k && env[i][len(k)] == '=' {
+				return env[i][len(k)+1:]
+			}
+		}
+		return ""
+	}
+	user, pass = get("IGGY_ROOT_USERNAME"), get("IGGY_ROOT_PASSWORD")
+	if user == "" {
+		user = DefaultRootUsername
+	}
+	if code := metadata.ValidateUsername(user); code != 0 {
+		return "", "", false, fmt.Errorf("replica: IGGY_ROOT_USERNAME %q is not a valid username (%s)", user, code)
+	}
+	if pass == "" && n.opts.DefaultRootCredentials {
+		pass = DefaultRootPassword
+	}
+	if pass == "" {
+		var b [18]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", "", false, err
+		}
+		pass, generated = base64.RawURLEncoding.EncodeToString(b[:]), true
+	}
+	if code := metadata.ValidatePassword(pass); code != 0 {
+		return "", "", false, fmt.Errorf("replica: IGGY_ROOT_PASSWORD is not a valid password (%s)", code)
+	}
+	return user, pass, generated, nil
+}
+
+// bootPartitions opens every partition the metadata names on its owning
+// shard (shards in parallel, each on its own storage) and removes storage
+// no partition owns any more.
+func (n *Node) bootPartitions() error {
+	view := n.store.View()
+	perShard := make([][]partitionSpec, len(n.shards))
+	keep := map[string]bool{}
+	for _, st := range view.Streams() {
+		for _, tp := range st.Topics() {
+			for _, p := range tp.Partitions {
+				ns := shard.MustNamespace(st.ID, tp.ID, p.ID)
+				i := shard.OwningShard(ns, len(n.shards))
+				perShard[i] = append(perShard[i], partitionSpec{stream: st.ID, topic: tp.ID, id: p.ID,
+					revision: p.Revision, config: tp.Config, purgeGen: p.PurgeGeneration})
+				keep[partitionDir(n.cfg.Path, st.ID, tp.ID, p.ID)] = true
+			}
+		}
+	}
+	if err := n.removeStaleStorage(keep); err != nil {
+		return err
+	}
+	errs := make([]error, len(n.shards))
+	var wg sync.WaitGroup
+	for i, specs := range perShard {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sh := n.shards[i]
+			for _, spec := range specs {
+				p, err := sh.openPartition(spec)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if spec.purgeGen > p.purgeGen {
+					p.g.submit(&task{kind: tkPartPurge, onDone: func(*task) {}},
+						vsr.Request{Operation: opPurgePartition, WallClock: nowMicros(), Body: u64Bytes(spec.purgeGen)})
+					sh.settle()
+				}
+				n.registerPartition(p)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	n.log.Info("partitions recovered", zap.Int("partitions", len(keep)))
+	return nil
+}
+
+// removeStaleStorage deletes partition directories (and emptied stream and
+// topic directories) that no partition of the recovered metadata owns:
+// deletions whose effects a crash interrupted.
+func (n *Node) removeStaleStorage(keep map[string]bool) error {
+	osfs := vfs.NewOS()
+	root := filepath.Join(n.cfg.Path, "streams")
+	streams, err := osfs.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, s := range streams {
+		sdir := filepath.Join(root, s.Name())
+		used := false
+		topics, _ := osfs.ReadDir(filepath.Join(sdir, "topics"))
+		for _, t := range topics {
+			tdir := filepath.Join(sdir, "topics", t.Name())
+			tused := false
+			parts, _ := osfs.ReadDir(filepath.Join(tdir, "partitions"))
+			for _, p := range parts {
+				pdir := filepath.Join(tdir, "partitions", p.Name())
+				if keep[pdir] {
+					tused = true
+					continue
+				}
+				n.log.Info("removing storage of a deleted partition", zap.String("dir", pdir))
+				if err := osfs.RemoveAll(pdir); err != nil {
+					return err
+				}
+			}
+			if !tused {
+				if err := osfs.RemoveAll(tdir); err != nil {
+					return err
+				}
+			}
+			used = used || tused
+		}
+		if !used {
+			if err := osfs.RemoveAll(sdir); err != nil {
+				return err
+			}
+		}
+	}
+	return osfs.SyncDir(root)
+}
+
+func (n *Node) registerPartition(p *partition) {
+	if p != nil {
+		n.partStats.Store(p.ns, p.stats)
+	}
+}
+
+func (n *Node) unregisterPartition(p *partition) { n.partStats.CompareAndDelete(p.ns, p.stats) }
+
+// PartitionStats implements metadata.StatsSource over the shards'
+// published figures.
+func (n *Node) PartitionStats(stream, topic uint32, p metadata.Partition) metadata.PartitionStats {
+	ns, err := shard.NewNamespace(stream, topic, p.ID)
+	if err != nil {
+		return metadata.PartitionStats{}
+	}
+	v, ok := n.partStats.Load(ns)
+	if !ok {
+		return metadata.PartitionStats{SegmentsCount: 1}
+	}
+	s := v.(*partStats)
+	if s.revision != p.Revision {
+		return metadata.PartitionStats{SegmentsCount: 1}
+	}
+	return metadata.PartitionStats{SegmentsCount: s.segments.Load(), CurrentOffset: s.current.Load(),
+		SizeBytes: s.size.Load(), MessagesCount: s.messages.Load()}
+}
+
+// applyEffects turns committed metadata effects into work for the shards
+// that own the partitions (called on shard 0 as the command applies).
+func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metadata.Effect) {
+	for _, e := range effects {
+		switch e.Kind {
+		case metadata.EffectPartitionCreated:
+			st := view.Stream(e.Stream)
+			if st == nil {
+				continue
+			}
+			tp := st.Topic(e.Topic)
+			if tp == nil {
+				continue
+			}
+			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
+			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartOpen, ns: ns,
+				spec: partitionSpec{stream: e.Stream, topic: e.Topic, id: e.Partition, revision: e.Revision, config: tp.Config}})
+		case metadata.EffectPartitionDeleted:
+			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
+			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartDelete, ns: ns, rev: e.Revision})
+		case metadata.EffectPartitionPurged:
+			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
+			rev := e.Revision
+			if rev == 0 {
+				rev = partitionRevision(view, e.Stream, e.Topic, e.Partition)
+			}
+			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartPurge, ns: ns, rev: rev, gen: e.Generation})
+		case metadata.EffectGroupDeleted:
+			st := view.Stream(e.Stream)
+			if st == nil {
+				continue
+			}
+			tp := st.Topic(e.Topic)
+			if tp == nil {
+				continue
+			}
+			for _, p := range tp.Partitions {
+				ns := shard.MustNamespace(e.Stream, e.Topic, p.ID)
+				sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkGroupDeleted, ns: ns, rev: p.Revision, group: e.Group})
+			}
+		case metadata.EffectUserDeleted, metadata.EffectUserDeactivated:
+			n.clients.endUserSessions(e.User)
+		}
+	}
+}
+
+func partitionRevision(view *metadata.State, stream, topic, id uint32) uint64 {
+	if st := view.Stream(stream); st != nil {
+		if tp := st.Topic(topic); tp != nil {
+			if p, ok := tp.Partition(id); ok {
+				return p.Revision
+			}
+		}
+	}
+	return 0
+}
+
+func (n *Node) listen() error {
+	ln, err := net.Listen("tcp", n.cfg.TCP.Address)
+	if err != nil {
+		return fmt.Errorf("replica: binding tcp %s: %w", n.cfg.TCP.Address, err)
+	}
+	n.ln = ln
+	n.bound = ln.Addr().String()
+	n.handoff = shard.NewRoundRobin(len(n.shards), n.cfg.Cluster.Coordinator.SkipShardZeroForClients)
+	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound}); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	n.bg.Add(1)
+	go n.acceptLoop()
+	return nil
+}
+
+// acceptLoop runs on the listener's goroutine on behalf of shard 0: each
+// accepted connection is handed to the next shard before a byte is read.
+func (n *Node) acceptLoop() {
+	defer n.bg.Done()
+	for {
+		c, err := n.ln.Accept()
+		if err != nil {
+			if n.stopping.Load() {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			n.log.Error("accept failed", zap.Error(err))
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		k := n.handoff.Next()
+		cn := newConn(n, k, c)
+		if err := n.rt.Send(k, &task{kind: tkConn, conn: cn}); err != nil {
+			// A full inbox refuses the hand-off; the client reconnects.
+			n.log.Warn("connection refused: shard inbox full", zap.Int("shard", k), zap.Error(err))
+			cn.abort()
+		}
+	}
+}
+
+// startBackground starts the periodic work: retention and PAT expiry.
+func (n *Node) startBackground() {
+	mc := n.cfg.DataMaintenance.Messages
+	if mc.CleanerEnabled && mc.Interval.Duration > 0 {
+		n.every(mc.Interval.Duration, func() {
+			for i := range n.shards {
+				if err := n.rt.Send(i, &task{kind: tkClean}); err != nil {
+					n.log.Warn("retention pass skipped: shard inbox full", zap.Int("shard", i))
+				}
+			}
+		})
+	}
+	pc := n.cfg.PersonalAccessToken.Cleaner
+	if pc.Enabled && pc.Interval.Duration > 0 {
+		n.every(pc.Interval.Duration, func() {
+			if len(n.store.View().ExpiredTokens(nowMicros())) == 0 {
+				return
+			}
+			if err := n.rt.Send(0, &task{kind: tkSystem, cmd: metadata.DeleteExpiredTokens{}}); err != nil {
+				n.log.Warn("token expiry skipped: shard 0 inbox full")
+			}
+		})
+	}
+}
+
+func (n *Node) every(d time.Duration, f func()) {
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-n.stop:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+}
+
+// submitSystem queues a system command on shard 0 (from any goroutine).
+func (n *Node) submitSystem(c metadata.Command) {
+	if n.stopping.Load() {
+		return
+	}
+	if err := n.rt.Send(0, &task{kind: tkSystem, cmd: c}); err != nil {
+		n.log.Warn("system command not queued", zap.String("command", fmt.Sprintf("%T", c)), zap.Error(err))
+	}
+}
+
+// Close stops the listener, ends every connection, drains the shards and
+// closes storage.
+func (n *Node) Close() error {
+	var err error
+	n.closeOnce.Do(func() {
+		n.stopping.Store(true)
+		close(n.stop)
+		if n.ln != nil {
+			_ = n.ln.Close()
+		}
+		n.clients.closeAll()
+		n.bg.Wait()
+		if n.rt != nil {
+			if _, e := n.rt.Shutdown(); e != nil {
+				err = e
+			}
+		}
+		n.clients.wait()
+		n.closeStorage()
+		n.log.Info("iggo server stopped")
+	})
+	return err
+}
+
+func (n *Node) closeStorage() {
+	for _, sh := range n.shards {
+		if sh != nil {
+			sh.closeAll()
+		}
+	}
+	for _, f := range n.fss {
+		_ = f.Close()
+	}
+	n.fss = nil
+}
+
+// dataDirEntries lists the data directory (GET_SNAPSHOT_FILE).
+func (n *Node) dataDirEntries() ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(n.cfg.Path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		info, ierr := d.Info()
+		size := int64(0)
+		if ierr == nil {
+			size = info.Size()
+		}
+		rel, _ := filepath.Rel(n.cfg.Path, p)
+		kind := "f"
+		if d.IsDir() {
+			kind = "d"
+		}
+		out = append(out, kind+" "+strconv.FormatInt(size, 10)+" "+rel)
+		return nil
+	})
+	return out, err
+}
+
+func u64Bytes(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+func u32Bytes(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }

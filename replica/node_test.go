@@ -1,0 +1,143 @@
+package replica
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iggo/iggo/client"
+	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/wire"
+)
+
+func startNode(t *testing.T, dir string) *Node {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Path = dir
+	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.Sharding.PinCores = false
+	cfg.Logging.FileEnabled = false
+	n, err := New(Options{Config: cfg, DefaultRootCredentials: true, Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	return n
+}
+
+func dial(t *testing.T, n *Node) *client.Client {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{n.Addr()}
+	cfg.Username, cfg.Password = DefaultRootUsername, DefaultRootPassword
+	cfg.HeartbeatInterval = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestNodeConcurrentClients runs producers and consumers on several
+// connections at once in one process (so the race detector sees the
+// connection goroutines, the shard loops and the metadata view together),
+// then restarts the node on the same directory and checks the data.
+func TestNodeConcurrentClients(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin := dial(t, n)
+	if _, err := admin.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 4, Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	const producers, batches, perBatch = 4, 30, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for p := 0; p < producers; p++ {
+		c := dial(t, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := 0; b < batches; b++ {
+				msgs := make([]wire.Message, perBatch)
+				for i := range msgs {
+					pl := make([]byte, 64)
+					binary.LittleEndian.PutUint64(pl, uint64(b*perBatch+i))
+					msgs[i] = wire.Message{ID: wire.Uint128{Lo: uint64(p<<32 | b*perBatch + i + 1)}, Payload: pl}
+				}
+				if _, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(uint32(p)), msgs); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for r := 0; r < 2; r++ {
+		c := dial(t, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if _, err := c.GetStream(ctx, wire.NumericID(0)); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := c.PollMessages(ctx, wire.PollMessages{Consumer: wire.SingleConsumer(wire.NumericID(uint32(r))),
+					StreamID: wire.NumericID(0), TopicID: wire.NumericID(0), Partition: wire.SomePartition(uint32(i % 4)),
+					Strategy: wire.PollFromNext(), Count: 10, AutoCommit: true}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	check := func(c *client.Client) {
+		for p := uint32(0); p < producers; p++ {
+			pm, err := c.PollMessages(ctx, wire.PollMessages{Consumer: wire.SingleConsumer(wire.NumericID(9)),
+				StreamID: wire.NumericID(0), TopicID: wire.NumericID(0), Partition: wire.SomePartition(p),
+				Strategy: wire.PollFromFirst(), Count: 10000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := pm.Messages()
+			if len(msgs) != batches*perBatch {
+				t.Fatalf("partition %d holds %d messages, want %d", p, len(msgs), batches*perBatch)
+			}
+			for i, m := range msgs {
+				if m.Offset != uint64(i) || binary.LittleEndian.Uint64(m.Payload) != uint64(i) {
+					t.Fatalf("partition %d message %d: offset %d payload %d", p, i, m.Offset, binary.LittleEndian.Uint64(m.Payload))
+				}
+			}
+		}
+	}
+	check(admin)
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := startNode(t, dir)
+	check(dial(t, n2))
+	st, err := dial(t, n2).GetStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MessagesCount != producers*batches*perBatch {
+		t.Fatalf("stats after restart: %d messages", st.MessagesCount)
+	}
+}

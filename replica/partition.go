@@ -1,0 +1,892 @@
+package replica
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/segment"
+	"github.com/iggo/iggo/shard"
+	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/superblock"
+	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/wire"
+	"github.com/zeebo/xxh3"
+)
+
+// Partition prepare operations. 160..162 are Iggy's; the others are iggo's
+// internal partition operations (never sent by clients).
+const (
+	opSend              = uint8(wire.OpSendMessages)
+	opStoreOffset       = uint8(wire.OpStoreConsumerOffset)
+	opDeleteOffset      = uint8(wire.OpDeleteConsumerOffset)
+	opPurgePartition    = uint8(170)
+	opDropGroupOffsets  = uint8(171)
+	offsetFlagAuto      = 1
+	offsetOpSize        = 14
+	deleteOffsetOpSize  = 5
+	partitionCkptMagic  = "IGGOPCKP"
+	partitionCkptPrefix = "checkpoint-"
+	purgeGenFile        = "purge.gen"
+)
+
+// offsetKey identifies a stored consumer offset: kind 1 (consumer, numeric
+// id or XXH32 of the name) or 2 (consumer group id).
+type offsetKey struct {
+	kind uint8
+	id   uint32
+}
+
+// partStats are the figures a partition publishes for GET_STREAM, GET_TOPIC
+// and GET_STATS, written by the owning shard and read from any goroutine.
+type partStats struct {
+	revision uint64
+	segments atomic.Uint32
+	current  atomic.Uint64
+	size     atomic.Uint64
+	messages atomic.Uint64
+}
+
+// partition is one partition's state machine and storage on its owning
+// shard: the segment log, the next offset to mint, the consumer offsets and
+// the purge generation. Its consensus group journals every operation before
+// Apply runs; Apply is deterministic given the checkpoint it started from.
+type partition struct {
+	sh       *shardLoop
+	ns       shard.Namespace
+	stream   uint32
+	topic    uint32
+	id       uint32
+	revision uint64
+	dir      string
+	log      *zap.Logger
+
+	g   *group
+	seg *segment.Log
+
+	msgDurability    metadata.Durability
+	offsetDurability metadata.Durability
+	flushMessages    uint32
+	flushBytes       uint64
+
+	next     uint64 // offset the next applied batch gets
+	written  uint64 // offset after the last record handed to the segment log
+	purgeGen uint64 // applied purge generation
+	diskGen  uint64 // purge generation the segment log reflects
+	offsets  map[offsetKey]uint64
+
+	pending      [][]byte // stamped records awaiting their segment write
+	queued       bool
+	syncWanted   bool // queued for a segment sync in the next group commit
+	unsyncedMsgs uint64
+	unsyncedSize uint64
+	avgRecord    float64
+
+	stats *partStats
+}
+
+// partitionDir is the directory of (stream, topic, partition).
+func partitionDir(root string, stream, topic, p uint32) string {
+	return filepath.Join(root, "streams", strconv.FormatUint(uint64(stream), 10), "topics",
+		strconv.FormatUint(uint64(topic), 10), "partitions", strconv.FormatUint(uint64(p), 10))
+}
+
+// partitionSpec is what the metadata says about a partition to open.
+type partitionSpec struct {
+	stream, topic, id uint32
+	revision          uint64
+	config            metadata.TopicConfig
+	// purgeGen is the purge generation the metadata recorded; a partition
+	// behind it (the purge committed but a crash stopped the partition's
+	// own purge op) is purged at boot.
+	purgeGen uint64
+}
+
+const incarnationFile = "incarnation"
+
+// openPartition opens (creating when new) a partition's storage and
+// consensus group on this shard and replays its journal.
+func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
+	ns := shard.MustNamespace(spec.stream, spec.topic, spec.id)
+	dir := partitionDir(sh.n.cfg.Path, spec.stream, spec.topic, spec.id)
+	p := &partition{sh: sh, ns: ns, stream: spec.stream, topic: spec.topic, id: spec.id, revision: spec.revision,
+		dir: dir, offsets: map[offsetKey]uint64{}, stats: &partStats{revision: spec.revision},
+		log: sh.log.With(zap.Stringer("partition", ns))}
+	p.applyConfig(spec.config)
+	if err := p.claimDir(); err != nil {
+		return nil, err
+	}
+	scfg := segment.DefaultConfig(uint64(spec.id))
+	scfg.SegmentSize = spec.config.SegmentSize
+	scfg.ValidateChecksum = sh.n.cfg.Partition.ValidateChecksum
+	scfg.MaxRecordSize = uint64(sh.n.maxFrame)
+	if scfg.MaxRecordSize > segment.MaxRecordSizeLimit {
+		scfg.MaxRecordSize = segment.MaxRecordSizeLimit
+	}
+	seg, rep, err := segment.Open(sh.fs, dir, scfg)
+	if err != nil {
+		return nil, fmt.Errorf("replica: partition %s: segments: %w", ns, err)
+	}
+	if rep != nil && rep.TornTail != nil {
+		p.log.Warn("segment torn tail truncated", zap.Any("torn", rep.TornTail))
+	}
+	p.seg = seg
+	p.written = seg.NextOffset()
+	p.diskGen, err = readPurgeGen(sh.fs, dir)
+	if err != nil {
+		_ = seg.Close()
+		return nil, err
+	}
+	cfg := sh.n.partitionVSRConfig(uint64(ns), spec.config)
+	g, err := sh.openGroup(groupSpec{
+		id: uint64(ns), name: ns.String(), dir: dir, cfg: cfg, sm: p,
+		partOpts:    sh.n.partitionJournalOptions(cfg),
+		cluster:     sh.n.cluster,
+		incarnation: sh.n.incarnation,
+		restore:     p.restore,
+	})
+	if err != nil {
+		_ = seg.Close()
+		return nil, err
+	}
+	p.g = g
+	// The restored checkpoint says where offsets stood; the segments must
+	// hold at least that much, or acknowledged messages below the
+	// checkpoint are gone and their offsets could be minted again.
+	if sbf := g.sb.State().OffsetFrontier; seg.NextOffset() < sbf {
+		g.closeFiles()
+		_ = seg.Close()
+		return nil, fmt.Errorf("replica: partition %s: segments end at offset %d below the checkpointed frontier %d: refusing to reuse offsets",
+			ns, seg.NextOffset(), sbf)
+	}
+	sh.groups[g.id] = g
+	sh.parts[ns] = p
+	sh.drive()
+	p.g.bootBodies = nil
+	p.publish()
+	return p, nil
+}
+
+// claimDir makes dir belong to this incarnation: a directory left by an
+// earlier partition with the same ids (deleted while the node was down, or
+// before a crash finished removing it) is wiped first.
+func (p *partition) claimDir() error {
+	fsys := p.sh.fs
+	path := filepath.Join(p.dir, incarnationFile)
+	want := strconv.FormatUint(p.revision, 10)
+	if b, err := vfs.ReadFile(fsys, path); err == nil {
+		if strings.TrimSpace(string(b)) == want {
+			return nil
+		}
+		p.log.Info("removing the storage of an earlier partition with the same ids", zap.String("dir", p.dir))
+		if err := fsys.RemoveAll(p.dir); err != nil {
+			return fmt.Errorf("replica: removing %s: %w", p.dir, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("replica: reading %s: %w", path, err)
+	} else if _, err := fsys.Stat(p.dir); err == nil {
+		if err := fsys.RemoveAll(p.dir); err != nil {
+			return fmt.Errorf("replica: removing %s: %w", p.dir, err)
+		}
+	}
+	if err := vfs.MkdirAllSync(fsys, p.dir, 0o755); err != nil {
+		return fmt.Errorf("replica: creating %s: %w", p.dir, err)
+	}
+	return vfs.WriteFileAtomic(fsys, path, []byte(want+"\n"), 0o644)
+}
+
+func (p *partition) applyConfig(c metadata.TopicConfig) {
+	p.msgDurability = c.Durability
+	p.offsetDurability = c.ConsumerOffsetDurability
+	p.flushMessages = c.MessagesRequiredToSave
+	p.flushBytes = c.SizeOfMessagesRequiredToSave
+}
+
+// syncAppend implements groupSM: sends follow the topic's durability,
+// offset operations its consumer_offset_durability.
+func (p *partition) syncAppend(h *vsr.Header) bool {
+	if h.Operation() == opSend {
+		return p.msgDurability == metadata.DurabilityPersisted
+	}
+	return p.offsetDurability == metadata.DurabilityPersisted
+}
+
+// Apply implements vsr.StateMachine.
+func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
+	switch h.Operation() {
+	case opSend:
+		return p.applySend(h, body)
+	case opStoreOffset:
+		if len(body) != offsetOpSize {
+			panic(fmt.Sprintf("replica: partition %s op %d: store-offset body of %d bytes", p.ns, h.Op(), len(body)))
+		}
+		k := offsetKey{kind: body[0], id: binary.LittleEndian.Uint32(body[1:])}
+		v := binary.LittleEndian.Uint64(body[5:])
+		if body[13]&offsetFlagAuto != 0 {
+			if old, ok := p.offsets[k]; ok && old >= v {
+				return codeReply(0)
+			}
+		}
+		p.offsets[k] = v
+		return codeReply(0)
+	case opDeleteOffset:
+		if len(body) != deleteOffsetOpSize {
+			panic(fmt.Sprintf("replica: partition %s op %d: delete-offset body of %d bytes", p.ns, h.Op(), len(body)))
+		}
+		k := offsetKey{kind: body[0], id: binary.LittleEndian.Uint32(body[1:])}
+		if _, ok := p.offsets[k]; !ok {
+			return codeReply(uint32(wire.CodeConsumerOffsetNotFound))
+		}
+		delete(p.offsets, k)
+		return codeReply(0)
+	case opPurgePartition:
+		gen := binary.LittleEndian.Uint64(body)
+		if gen <= p.purgeGen {
+			return codeReply(0)
+		}
+		p.purgeGen = gen
+		clear(p.offsets)
+		if gen > p.diskGen {
+			p.flushSegments()
+			if err := p.seg.Purge(p.next); err != nil {
+				panic(fmt.Sprintf("replica: partition %s: purge at offset %d: %v", p.ns, p.next, err))
+			}
+			if err := writePurgeGen(p.sh.fs, p.dir, gen); err != nil {
+				panic(fmt.Sprintf("replica: partition %s: recording purge generation %d: %v", p.ns, gen, err))
+			}
+			p.diskGen = gen
+			p.written = p.seg.NextOffset()
+			p.publish()
+		}
+		return codeReply(0)
+	case opDropGroupOffsets:
+		delete(p.offsets, offsetKey{kind: wire.ConsumerKindGroup, id: binary.LittleEndian.Uint32(body)})
+		return codeReply(0)
+	}
+	panic(fmt.Sprintf("replica: partition %s: unknown operation %d at op %d", p.ns, h.Operation(), h.Op()))
+}
+
+// applySend stamps the committed batch with its offsets and the prepare's
+// timestamp and queues it for the segment write (skipping a batch the
+// segments already hold, when a restart replays the journal). The reply is
+// the base offset.
+func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
+	v, err := wire.ParseBatch(body)
+	if err != nil {
+		panic(fmt.Sprintf("replica: partition %s op %d: journaled batch does not parse: %v", p.ns, h.Op(), err))
+	}
+	base := p.next
+	n := uint64(v.MessageCount())
+	v.Stamp(uint64(p.id), base, h.Timestamp())
+	p.next = base + n
+	reply := binary.LittleEndian.AppendUint64(make([]byte, 0, 8), base)
+	switch {
+	case base+n <= p.written:
+		// Already in the segments: a replay after restart.
+	case base < p.written:
+		panic(fmt.Sprintf("replica: partition %s op %d: batch [%d, %d) straddles the segment end %d",
+			p.ns, h.Op(), base, base+n, p.written))
+	default:
+		if base != p.written {
+			panic(fmt.Sprintf("replica: partition %s op %d: batch at %d leaves a hole after %d", p.ns, h.Op(), base, p.written))
+		}
+		p.pending = append(p.pending, body)
+		p.written = base + n
+		p.unsyncedMsgs += n
+		p.unsyncedSize += uint64(len(body))
+		if !p.queued {
+			p.queued = true
+			p.sh.segQueue = append(p.sh.segQueue, p)
+		}
+	}
+	return reply
+}
+
+func codeReply(code uint32) []byte { return binary.LittleEndian.AppendUint32(make([]byte, 0, 4), code) }
+
+// flushSegments writes this partition's pending records now (outside the
+// shard-wide batch), for checkpoints and purges.
+func (p *partition) flushSegments() {
+	for len(p.pending) > 0 {
+		var b vfs.Batch
+		st, err := p.seg.StageAppend(&b, p.pending)
+		if err != nil {
+			panic(fmt.Sprintf("replica: partition %s: staging segment append: %v", p.ns, err))
+		}
+		err = p.sh.fs.Submit(&b)
+		if ferr := p.seg.FinishAppend(err); ferr != nil {
+			panic(fmt.Sprintf("replica: partition %s: segment append failed: %v", p.ns, ferr))
+		}
+		clear(p.pending[:st.Records])
+		p.pending = p.pending[st.Records:]
+	}
+	p.pending = nil
+	p.publish()
+}
+
+// Segment syncs during normal operation. Durability does not need them:
+// the journal holds every acknowledged op (fdatasync'ed under persisted
+// durability) until a checkpoint makes the segments durable. They spread a
+// checkpoint's segment sync over the run so no loop iteration stalls on a
+// whole checkpoint interval of data, and they ride the next group commit.
+// The topic's flush thresholds (messages_required_to_save,
+// size_of_messages_required_to_save) set the cadence, never finer than
+// these floors: a sync per small batch would double the fdatasyncs on the
+// ack path for nothing.
+const (
+	segmentSyncBytesMin    = 16 << 20
+	segmentSyncMessagesMin = 16 << 10
+)
+
+// segmentSyncDue reports whether the segments should be synced in the next
+// group commit.
+func (p *partition) segmentSyncDue() bool {
+	return p.unsyncedSize >= max(p.flushBytes, segmentSyncBytesMin) ||
+		p.unsyncedMsgs >= max(uint64(p.flushMessages), segmentSyncMessagesMin)
+}
+
+// publish updates the statistics other goroutines read.
+func (p *partition) publish() {
+	s := p.stats
+	segs := uint32(len(p.seg.Segments()))
+	if segs == 0 {
+		segs = 1
+	}
+	s.segments.Store(segs)
+	if p.next > 0 {
+		s.current.Store(p.next - 1)
+	} else {
+		s.current.Store(0)
+	}
+	s.size.Store(uint64(p.seg.Size()))
+	s.messages.Store(p.seg.MessageCount())
+}
+
+// ---------------------------------------------------------------------------
+// Checkpoints.
+//
+// A partition checkpoint file, "checkpoint-{op:020}", holds the state
+// machine after op (little-endian):
+//
+//	off  size  field
+//	  0     8  magic "IGGOPCKP"
+//	  8     4  version = 1
+//	 12     4  reserved, zero
+//	 16     8  op
+//	 24     8  next offset (the offset frontier: every offset below was minted)
+//	 32     8  purge generation
+//	 40     4  consumer offset count N
+//	 44  13*N  entries sorted by (kind, id): kind u8, id u32, offset u64
+//	  …    16  XXH3-128 of every byte before it, low 64 bits first
+//
+// The segments already hold every record applied up to op; the checkpoint
+// makes them durable (fdatasync of the .log, index entries written) before
+// the file is written. The superblock then records op, the file's checksum
+// and the offset frontier, and the view state naming op follows. Files of
+// older checkpoints are removed once the view state names a newer one.
+
+func ckptName(op uint64) string { return fmt.Sprintf("%s%020d", partitionCkptPrefix, op) }
+
+func (p *partition) encodeCheckpoint(op uint64) []byte {
+	keys := make([]offsetKey, 0, len(p.offsets))
+	for k := range p.offsets {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b offsetKey) int {
+		if a.kind != b.kind {
+			return int(a.kind) - int(b.kind)
+		}
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	b := make([]byte, 44, 44+13*len(keys)+16)
+	copy(b, partitionCkptMagic)
+	binary.LittleEndian.PutUint32(b[8:], 1)
+	binary.LittleEndian.PutUint64(b[16:], op)
+	binary.LittleEndian.PutUint64(b[24:], p.next)
+	binary.LittleEndian.PutUint64(b[32:], p.purgeGen)
+	binary.LittleEndian.PutUint32(b[40:], uint32(len(keys)))
+	for _, k := range keys {
+		b = append(b, k.kind)
+		b = binary.LittleEndian.AppendUint32(b, k.id)
+		b = binary.LittleEndian.AppendUint64(b, p.offsets[k])
+	}
+	sum := xxh3.Hash128(b)
+	b = binary.LittleEndian.AppendUint64(b, sum.Lo)
+	return binary.LittleEndian.AppendUint64(b, sum.Hi)
+}
+
+var errCheckpoint = errors.New("replica: bad checkpoint file")
+
+type partitionCheckpoint struct {
+	op, next, purgeGen uint64
+	offsets            map[offsetKey]uint64
+	sum                xxh3.Uint128
+}
+
+func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
+	var c partitionCheckpoint
+	if len(b) < 44+16 || !bytes.Equal(b[:8], []byte(partitionCkptMagic)) || binary.LittleEndian.Uint32(b[8:]) != 1 ||
+		binary.LittleEndian.Uint32(b[12:]) != 0 {
+		return c, fmt.Errorf("%w: header", errCheckpoint)
+	}
+	end := len(b) - 16
+	sum := xxh3.Hash128(b[:end])
+	if binary.LittleEndian.Uint64(b[end:]) != sum.Lo || binary.LittleEndian.Uint64(b[end+8:]) != sum.Hi {
+		return c, fmt.Errorf("%w: checksum", errCheckpoint)
+	}
+	n := int(binary.LittleEndian.Uint32(b[40:]))
+	if 44+13*n != end {
+		return c, fmt.Errorf("%w: %d entries in %d bytes", errCheckpoint, n, len(b))
+	}
+	c.op = binary.LittleEndian.Uint64(b[16:])
+	c.next = binary.LittleEndian.Uint64(b[24:])
+	c.purgeGen = binary.LittleEndian.Uint64(b[32:])
+	c.offsets = make(map[offsetKey]uint64, n)
+	var prev uint64
+	for i := 0; i < n; i++ {
+		e := b[44+13*i:]
+		k := offsetKey{kind: e[0], id: binary.LittleEndian.Uint32(e[1:])}
+		// Canonical: strictly ascending (kind, id), so every state has one
+		// encoding.
+		ord := uint64(k.kind)<<32 | uint64(k.id)
+		if i > 0 && ord <= prev {
+			return c, fmt.Errorf("%w: entries out of order", errCheckpoint)
+		}
+		prev = ord
+		c.offsets[k] = binary.LittleEndian.Uint64(e[5:])
+	}
+	c.sum = sum
+	return c, nil
+}
+
+// checkpoint implements groupSM.
+func (p *partition) checkpoint(op uint64, _ []byte) (vsr.Manifest, error) {
+	p.flushSegments()
+	plan, err := p.seg.PlanSync()
+	if err != nil {
+		return vsr.Manifest{}, err
+	}
+	if !plan.Empty() {
+		var b vfs.Batch
+		plan.AddTo(&b)
+		err = p.sh.fs.Submit(&b)
+		if cerr := p.seg.CompleteSync(plan, err); cerr != nil {
+			return vsr.Manifest{}, cerr
+		}
+	}
+	p.unsyncedMsgs, p.unsyncedSize = 0, 0
+	data := p.encodeCheckpoint(op)
+	path := filepath.Join(p.dir, ckptName(op))
+	if err := writeFileSync(p.sh.fs, path, data); err != nil {
+		return vsr.Manifest{}, err
+	}
+	sum := xxh3.Hash128(data)
+	st := p.g.sb.State()
+	st.CheckpointOp = op
+	st.Commit = max(st.Commit, op)
+	st.CheckpointChecksum = superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}
+	st.OffsetFrontier = max(st.OffsetFrontier, p.next)
+	if err := p.g.sb.Write(st); err != nil {
+		return vsr.Manifest{}, err
+	}
+	return vsr.Manifest{Artifacts: []vsr.Artifact{{ID: 1, Size: uint64(len(data)), Checksum: vsrChecksum(sum)}}}, nil
+}
+
+// checkpointDurable implements groupSM: older checkpoint files go.
+func (p *partition) checkpointDurable(op uint64) {
+	entries, err := p.sh.fs.ReadDir(p.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, partitionCkptPrefix) {
+			continue
+		}
+		v, err := strconv.ParseUint(strings.TrimPrefix(name, partitionCkptPrefix), 10, 64)
+		if err == nil && v < op {
+			_ = p.sh.fs.Remove(filepath.Join(p.dir, name))
+		}
+	}
+}
+
+// restore loads checkpoint op into the state machine (boot).
+func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
+	b, err := vfs.ReadFile(p.sh.fs, filepath.Join(p.dir, ckptName(op)))
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := decodePartitionCheckpoint(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.op != op {
+		return nil, nil, fmt.Errorf("%w: file names op %d, holds op %d", errCheckpoint, op, c.op)
+	}
+	if p.seg.NextOffset() < c.next {
+		return nil, nil, fmt.Errorf("replica: partition %s: segments end at offset %d, checkpoint %d needs %d",
+			p.ns, p.seg.NextOffset(), op, c.next)
+	}
+	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
+	return &vsr.Manifest{Op: op, Artifacts: []vsr.Artifact{{ID: 1, Size: uint64(len(b)), Checksum: vsrChecksum(c.sum)}}}, nil, nil
+}
+
+// writeFileSync writes a new file durably (data, fdatasync, directory
+// sync). Used for files whose names are unique, so no rename is needed.
+func writeFileSync(fsys vfs.FS, path string, data []byte) error {
+	f, err := fsys.OpenFile(path, vfs.O_RDWR|vfs.O_CREATE|vfs.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Datasync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(path))
+}
+
+// purge.gen: u64 generation ‖ XXH3-64 of those 8 bytes.
+func readPurgeGen(fsys vfs.FS, dir string) (uint64, error) {
+	b, err := vfs.ReadFile(fsys, filepath.Join(dir, purgeGenFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	gen, ok := decodePurgeGen(b)
+	if !ok {
+		return 0, fmt.Errorf("replica: %s: damaged purge generation", filepath.Join(dir, purgeGenFile))
+	}
+	return gen, nil
+}
+
+func decodePurgeGen(b []byte) (uint64, bool) {
+	if len(b) != 16 || xxh3.Hash(b[:8]) != binary.LittleEndian.Uint64(b[8:]) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b), true
+}
+
+func writePurgeGen(fsys vfs.FS, dir string, gen uint64) error {
+	b := binary.LittleEndian.AppendUint64(nil, gen)
+	b = binary.LittleEndian.AppendUint64(b, xxh3.Hash(b))
+	return vfs.WriteFileAtomic(fsys, filepath.Join(dir, purgeGenFile), b, 0o644)
+}
+
+// ---------------------------------------------------------------------------
+// Requests on the owning shard.
+
+func (p *partition) handle(t *task) {
+	switch t.kind {
+	case tkSend:
+		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: t.body})
+	case tkStoreOffset:
+		if p.next == 0 || t.offset > p.next-1 {
+			t.failStatus(uint32(wire.CodeInvalidOffset))
+			p.sh.deliverTask(t)
+			return
+		}
+		p.g.submit(t, vsr.Request{Operation: opStoreOffset, User: t.user, WallClock: nowMicros(),
+			Body: encodeOffsetOp(t.key, t.offset, false)})
+	case tkDeleteOffset:
+		if _, ok := p.offsets[t.key]; !ok {
+			t.failStatus(uint32(wire.CodeConsumerOffsetNotFound))
+			p.sh.deliverTask(t)
+			return
+		}
+		body := make([]byte, deleteOffsetOpSize)
+		body[0] = t.key.kind
+		binary.LittleEndian.PutUint32(body[1:], t.key.id)
+		p.g.submit(t, vsr.Request{Operation: opDeleteOffset, User: t.user, WallClock: nowMicros(), Body: body})
+	case tkGetOffset:
+		t.poll.current = p.current()
+		v, ok := p.offsets[t.key]
+		t.poll.found, t.poll.stored = ok, v
+		p.sh.deliverTask(t)
+	case tkPoll:
+		p.poll(t)
+		if t.status == 0 && t.auto && t.poll.count > 0 {
+			last := t.poll.lastOffset
+			if old, ok := p.offsets[t.key]; ok && old >= last {
+				p.sh.deliverTask(t)
+				return
+			}
+			p.g.submit(t, vsr.Request{Operation: opStoreOffset, User: t.user, WallClock: nowMicros(),
+				Body: encodeOffsetOp(t.key, last, true)})
+			return
+		}
+		p.sh.deliverTask(t)
+	case tkDeleteSegments:
+		p.flushSegments()
+		if _, err := p.seg.DeleteOldestSegments(int(t.count)); err != nil {
+			p.log.Error("delete segments failed", zap.Error(err))
+			t.failStatus(uint32(wire.CodeError))
+		}
+		p.publish()
+		p.sh.deliverTask(t)
+	default:
+		panic(fmt.Sprintf("replica: partition task of kind %d", t.kind))
+	}
+}
+
+func encodeOffsetOp(k offsetKey, offset uint64, auto bool) []byte {
+	b := make([]byte, offsetOpSize)
+	b[0] = k.kind
+	binary.LittleEndian.PutUint32(b[1:], k.id)
+	binary.LittleEndian.PutUint64(b[5:], offset)
+	if auto {
+		b[13] = offsetFlagAuto
+	}
+	return b
+}
+
+func (p *partition) current() uint64 {
+	if p.next == 0 {
+		return 0
+	}
+	return p.next - 1
+}
+
+// pollResult is what a poll hands back to the connection: the reply prefix
+// fields and the records, each a slice of the connection's buffer or of
+// hdrs (the rewritten header of a record cut to the exact range).
+type pollResult struct {
+	partition  uint32
+	current    uint64
+	count      uint32
+	lastOffset uint64
+	parts      [][]byte
+	hdrs       [2][wire.BatchHeaderSize]byte
+	// consumer offset reads
+	found  bool
+	stored uint64
+}
+
+// poll serves a poll on the owning shard: it finds the start offset, copies
+// the whole records covering it from the segments into the task's buffer
+// and cuts the first and last record to the exact range.
+func (p *partition) poll(t *task) {
+	r := &t.poll
+	r.partition, r.current, r.count = p.id, p.current(), 0
+	r.parts = r.parts[:0]
+	if p.next == 0 || t.count == 0 {
+		return
+	}
+	first := p.seg.FirstOffset()
+	var start uint64
+	switch t.strategy.Kind {
+	case wire.PollOffset:
+		start = t.strategy.Value
+	case wire.PollTimestamp:
+		ri, ok, err := p.seg.LocateTimestamp(t.strategy.Value)
+		if err != nil {
+			p.readFailed(t, err)
+			return
+		}
+		if !ok {
+			return
+		}
+		start = ri.BaseOffset
+	case wire.PollFirst:
+		start = first
+	case wire.PollLast:
+		if uint64(t.count) <= r.current {
+			start = r.current + 1 - uint64(t.count)
+		}
+	case wire.PollNext:
+		if v, ok := p.offsets[t.key]; ok {
+			start = v + 1
+		}
+	default:
+		t.failStatus(uint32(wire.CodeInvalidCommand))
+		return
+	}
+	start = max(start, first)
+	if start > r.current {
+		return
+	}
+	limit := p.sh.n.pollBufferMax
+	want := uint64(float64(t.count)*p.avgMessageBytes()) + 2*uint64(wire.BatchHeaderSize) + 64<<10
+	size := int(min(uint64(limit), max(want, 64<<10)))
+	if cap(t.buf) < size {
+		t.buf = make([]byte, size)
+	}
+	buf := t.buf[:min(cap(t.buf), limit)]
+	// Read whole records until count messages are covered, the log ends or
+	// the reply would outgrow the frame limit; the buffer grows as needed.
+	total, next, got := 0, start, uint64(0)
+	for got < uint64(t.count) && next <= r.current {
+		if len(buf)-total < 4096 && len(buf) < limit {
+			buf = growBuffer(buf, total, min(limit, 2*len(buf)))
+		}
+		res, err := p.seg.Read(buf[total:], segment.ReadRequest{From: next, MaxMessages: uint32(uint64(t.count) - got)})
+		var small *segment.BufferTooSmallError
+		if errors.As(err, &small) {
+			if total+small.Need > limit {
+				break
+			}
+			buf = growBuffer(buf, total, min(limit, max(2*len(buf), total+small.Need)))
+			continue
+		}
+		if err != nil {
+			p.readFailed(t, err)
+			return
+		}
+		if res.N == 0 {
+			break
+		}
+		total += res.N
+		got += res.Messages
+		next = res.NextOffset
+	}
+	t.buf = buf[:0]
+	rest := buf[:total]
+	from := start
+	remaining := t.count
+	hdr := 0
+	for len(rest) >= wire.BatchHeaderSize && remaining > 0 {
+		length := binary.LittleEndian.Uint64(rest[32:])
+		rec := rest[:length]
+		rest = rest[length:]
+		base := binary.LittleEndian.Uint64(rec[8:])
+		mc := binary.LittleEndian.Uint32(rec[48:])
+		if base+uint64(mc) <= from {
+			continue
+		}
+		if base >= from && mc <= remaining {
+			r.parts = append(r.parts, rec)
+			r.count += mc
+			remaining -= mc
+			from = base + uint64(mc)
+			continue
+		}
+		v, err := wire.ParseBatch(rec)
+		if err != nil {
+			p.readFailed(t, err)
+			return
+		}
+		s, ok := v.SliceByOffset(from, remaining)
+		if !ok {
+			continue
+		}
+		if hdr == len(r.hdrs) {
+			// Only the first and the last record can be partial.
+			panic(fmt.Sprintf("replica: partition %s: poll cut more than two records", p.ns))
+		}
+		r.hdrs[hdr] = s.Header
+		r.parts = append(r.parts, r.hdrs[hdr][:], s.Frames)
+		hdr++
+		r.count += s.Count
+		remaining -= s.Count
+		from = max(from, base) + uint64(s.Count)
+	}
+	r.lastOffset = from - 1
+}
+
+// growBuffer returns a buffer of size n holding buf[:keep].
+func growBuffer(buf []byte, keep, n int) []byte {
+	if n <= len(buf) {
+		return buf
+	}
+	nb := make([]byte, n)
+	copy(nb, buf[:keep])
+	return nb
+}
+
+func (p *partition) readFailed(t *task, err error) {
+	p.log.Error("poll read failed", zap.Error(err))
+	t.poll.parts, t.poll.count = t.poll.parts[:0], 0
+	t.failStatus(uint32(wire.CodeError))
+}
+
+func (p *partition) avgMessageBytes() float64 {
+	if p.avgRecord > 0 {
+		return p.avgRecord
+	}
+	n := p.seg.MessageCount()
+	if n == 0 {
+		return 1024
+	}
+	p.avgRecord = float64(p.seg.Size())/float64(n) + 1
+	return p.avgRecord
+}
+
+// clean applies the topic's retention to sealed segments.
+func (p *partition) clean(t *metadata.Topic, now uint64) {
+	if t == nil {
+		return
+	}
+	p.flushSegments()
+	if e := t.Config.MessageExpiry; e != 0 && e != math.MaxUint64 && now > e {
+		if n, err := p.seg.DeleteExpiredSegments(now - e); err != nil {
+			p.log.Error("retention by expiry failed", zap.Error(err))
+		} else if n > 0 {
+			p.log.Info("expired segments deleted", zap.Int("segments", n))
+		}
+	}
+	if m := t.Config.MaxTopicSize; m != 0 && m != math.MaxUint64 {
+		share := m / uint64(max(1, len(t.Partitions)))
+		if n, err := p.seg.DeleteSegmentsToFit(share); err != nil {
+			p.log.Error("retention by size failed", zap.Error(err))
+		} else if n > 0 {
+			p.log.Info("segments deleted to fit max_topic_size", zap.Int("segments", n), zap.Uint64("partition_share", share))
+		}
+	}
+	p.avgRecord = 0
+	p.publish()
+}
+
+// close releases the partition's files.
+func (p *partition) close() {
+	if p.g != nil && !p.g.closed {
+		p.g.drop(uint32(wire.CodePartitionNotFound))
+	}
+	if p.seg != nil {
+		p.flushPendingOnClose()
+		_ = p.seg.Close()
+	}
+}
+
+func (p *partition) flushPendingOnClose() {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("segment flush at close failed", zap.Any("panic", r))
+		}
+	}()
+	p.flushSegments()
+}
+
+func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
+
+func vsrChecksum(u xxh3.Uint128) vsr.Checksum {
+	var c vsr.Checksum
+	binary.LittleEndian.PutUint64(c[:], u.Lo)
+	binary.LittleEndian.PutUint64(c[8:], u.Hi)
+	return c
+}

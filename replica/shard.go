@@ -1,0 +1,534 @@
+package replica
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/segment"
+	"github.com/iggo/iggo/shard"
+	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/wire"
+)
+
+// taskKind says what a task asks of a shard.
+type taskKind uint8
+
+const (
+	tkConn           taskKind = iota + 1 // adopt a handed-off connection
+	tkMeta                               // a metadata request for the metadata group (shard 0)
+	tkSystem                             // queue a system command (shard 0)
+	tkSend                               // partition: send messages
+	tkStoreOffset                        // partition: store a consumer offset
+	tkDeleteOffset                       // partition: delete a consumer offset
+	tkPoll                               // partition: poll messages
+	tkGetOffset                          // partition: read a consumer offset
+	tkDeleteSegments                     // partition: delete the oldest sealed segments
+	tkPartOpen                           // effect: create or open a partition
+	tkPartDelete                         // effect: delete a partition
+	tkPartPurge                          // effect: purge a partition
+	tkGroupDeleted                       // effect: drop a deleted group's offsets
+	tkClean                              // retention pass over this shard's partitions
+)
+
+// wireCodeUnavailable answers requests to a group that stopped after a
+// storage failure: retryable for the client, which may reach a restarted
+// node.
+const wireCodeUnavailable = uint32(vsr.StatusTransientNotAccepted)
+
+// task is one unit of work for a shard loop. A connection owns one task and
+// reuses it for every request it forwards (it waits for the answer before
+// reading the next frame); the shard fills the result fields and signals
+// done. Internal tasks use onDone instead, run on the shard goroutine.
+type task struct {
+	kind taskKind
+	ns   shard.Namespace
+	rev  uint64
+	user uint32
+
+	// Send: the verified batch (aliases the connection's read buffer).
+	body []byte
+	// Metadata: the request for the metadata replica.
+	req vsr.Request
+	// Offsets and polls.
+	key      offsetKey
+	offset   uint64
+	strategy wire.PollingStrategy
+	count    uint32
+	auto     bool
+	buf      []byte
+	// Effects.
+	spec  partitionSpec
+	gen   uint64
+	group uint32
+	cmd   metadata.Command
+	conn  *conn
+
+	// Results.
+	status  uint32 // non-zero: an Iggy code for the reply's status field
+	vstatus vsr.Status
+	evict   vsr.EvictionReason
+	op      uint64
+	reply   []byte
+	poll    pollResult
+
+	done   chan struct{}
+	onDone func(*task)
+}
+
+func (t *task) failStatus(code uint32) { t.status = code }
+
+func (t *task) resetResult() {
+	t.status, t.vstatus, t.evict, t.op, t.reply = 0, 0, 0, 0, nil
+	t.poll.count, t.poll.parts, t.poll.found = 0, t.poll.parts[:0], false
+}
+
+// shardLoop is one shard's handler: the consensus groups it owns (the
+// metadata group on shard 0, the partitions whose namespace hashes to it),
+// their storage, and the group commit of each loop iteration.
+type shardLoop struct {
+	n   *Node
+	id  int
+	fs  vfs.ShardFS
+	log *zap.Logger
+
+	groups map[uint64]*group
+	parts  map[shard.Namespace]*partition
+	meta   *metaSM
+
+	dirty      []*group
+	syncGroups []*group
+	segQueue   []*partition
+	segSyncs   []*partition
+	batch      vfs.Batch
+	deliver    []*task
+	callbacks  []*task
+	outbox     []outTask
+}
+
+type outTask struct {
+	shard int
+	t     *task
+}
+
+func newShardLoop(n *Node, id int, fsys vfs.ShardFS) *shardLoop {
+	return &shardLoop{n: n, id: id, fs: fsys, log: n.log.With(zap.Int("shard", id)),
+		groups: map[uint64]*group{}, parts: map[shard.Namespace]*partition{}}
+}
+
+// Handle implements shard.Handler: everything one wake-up brought, then the
+// consensus work it caused, then one group commit, then the replies.
+func (sh *shardLoop) Handle(it *shard.Iteration[*task]) {
+	for _, t := range it.Replies {
+		sh.dispatch(t)
+	}
+	for _, t := range it.Messages {
+		sh.dispatch(t)
+	}
+	if it.Ticks > 0 {
+		sh.tick(it.Ticks)
+	}
+	sh.settle()
+	sh.flushOutbox()
+}
+
+// EndIteration implements shard.Handler. The node does its own group
+// commit inside Handle (journals and segments through one vfs.Batch), so
+// nothing is registered with the runtime's.
+func (sh *shardLoop) EndIteration(*shard.Iteration[*task]) {}
+
+// Close implements shard.Handler: leftover requests are answered, files
+// closed.
+func (sh *shardLoop) Close(left shard.Leftover[*task]) {
+	for _, t := range append(left.Messages, left.Replies...) {
+		if t.kind == tkConn {
+			t.conn.abort()
+			continue
+		}
+		t.failStatus(wireCodeUnavailable)
+		sh.deliverTask(t)
+	}
+	for _, t := range sh.callbacks {
+		t.onDone = nil
+	}
+	sh.callbacks = nil
+	for _, t := range sh.deliver {
+		if t.done != nil {
+			t.done <- struct{}{}
+		}
+	}
+	sh.deliver = nil
+	sh.closeAll()
+}
+
+// closeAll flushes and closes every group's storage.
+func (sh *shardLoop) closeAll() {
+	for _, p := range sh.parts {
+		p.close()
+	}
+	for _, g := range sh.groups {
+		if !g.closed {
+			g.drop(wireCodeUnavailable)
+		}
+	}
+	sh.parts = map[shard.Namespace]*partition{}
+	sh.groups = map[uint64]*group{}
+	for _, t := range sh.deliver {
+		if t.done != nil {
+			t.done <- struct{}{}
+		}
+	}
+	sh.deliver = nil
+}
+
+// Pending implements shard.PendingReporter for the shutdown drain.
+func (sh *shardLoop) Pending() int {
+	n := len(sh.outbox)
+	if sh.meta != nil && !sh.meta.systemIdle() {
+		n++
+	}
+	return n
+}
+
+func (sh *shardLoop) markDirty(g *group) {
+	if !g.dirty {
+		g.dirty = true
+		sh.dirty = append(sh.dirty, g)
+	}
+}
+
+func (sh *shardLoop) needSync(g *group) {
+	for _, x := range sh.syncGroups {
+		if x == g {
+			return
+		}
+	}
+	sh.syncGroups = append(sh.syncGroups, g)
+}
+
+// deliverTask records a finished task; answers go out after the iteration's
+// storage work (a send's reply must not release the connection's buffer
+// while a segment write still references it).
+func (sh *shardLoop) deliverTask(t *task) {
+	if t.onDone != nil {
+		sh.callbacks = append(sh.callbacks, t)
+		return
+	}
+	sh.deliver = append(sh.deliver, t)
+}
+
+// settle drives the groups until nothing more happens, runs internal
+// callbacks (which may submit more), then answers the connections.
+func (sh *shardLoop) settle() {
+	for {
+		sh.drive()
+		if len(sh.callbacks) == 0 {
+			break
+		}
+		cbs := sh.callbacks
+		sh.callbacks = nil
+		for _, t := range cbs {
+			f := t.onDone
+			f(t)
+		}
+	}
+	for i, t := range sh.deliver {
+		t.done <- struct{}{}
+		sh.deliver[i] = nil
+	}
+	sh.deliver = sh.deliver[:0]
+}
+
+// drive runs every dirty group's Ready until all are quiet, with one group
+// commit (fdatasync per journal file) per pass and the segment writes the
+// applied ops produced.
+func (sh *shardLoop) drive() {
+	for {
+		progress := false
+		for len(sh.dirty) > 0 {
+			list := sh.dirty
+			sh.dirty = nil
+			for _, g := range list {
+				g.dirty = false
+				if g.failed != nil || g.closed {
+					continue
+				}
+				for g.r.HasReady() {
+					progress = true
+					g.process(g.r.Ready())
+					if g.failed != nil {
+						break
+					}
+				}
+			}
+		}
+		if len(sh.syncGroups) > 0 {
+			progress = true
+			sh.batch.Reset()
+			for _, g := range sh.syncGroups {
+				g.ticket = g.j.SyncTo(&sh.batch)
+			}
+			plans := sh.addSegmentSyncs()
+			var err error
+			if !sh.batch.Empty() {
+				err = sh.fs.Submit(&sh.batch)
+			}
+			sh.batch.Reset()
+			completeSegmentSyncs(plans, err)
+			groups := sh.syncGroups
+			sh.syncGroups = nil
+			for _, g := range groups {
+				g.syncDone(err)
+				sh.markDirty(g)
+			}
+		}
+		if len(sh.segQueue) > 0 {
+			sh.flushSegments()
+		}
+		if !progress && len(sh.dirty) == 0 {
+			if len(sh.segSyncs) > 0 && len(sh.syncGroups) == 0 {
+				// No group commit to ride (replicated topics journal
+				// without fdatasync): sync what is due on its own.
+				sh.batch.Reset()
+				plans := sh.addSegmentSyncs()
+				var err error
+				if !sh.batch.Empty() {
+					err = sh.fs.Submit(&sh.batch)
+				}
+				sh.batch.Reset()
+				completeSegmentSyncs(plans, err)
+			}
+			return
+		}
+	}
+}
+
+// flushSegments writes every partition's pending records: one vectored
+// write per segment, all in one submission, plus the segment syncs that
+// persisted topics' flush thresholds call for.
+func (sh *shardLoop) flushSegments() {
+	for len(sh.segQueue) > 0 {
+		queue := sh.segQueue
+		sh.segQueue = nil
+		sh.batch.Reset()
+		type staged struct {
+			p *partition
+			n int
+		}
+		var st []staged
+		for _, p := range queue {
+			p.queued = false
+			if len(p.pending) == 0 || p.g.failed != nil {
+				p.pending = nil
+				continue
+			}
+			s, err := p.seg.StageAppend(&sh.batch, p.pending)
+			if err != nil {
+				p.g.fail(fmt.Errorf("staging segment append: %w", err))
+				p.pending = nil
+				continue
+			}
+			st = append(st, staged{p, s.Records})
+		}
+		var err error
+		if !sh.batch.Empty() {
+			err = sh.fs.Submit(&sh.batch)
+		}
+		sh.batch.Reset()
+		for _, s := range st {
+			p := s.p
+			if ferr := p.seg.FinishAppend(err); ferr != nil {
+				p.g.fail(fmt.Errorf("segment append: %w", ferr))
+				p.pending = nil
+				continue
+			}
+			clear(p.pending[:s.n])
+			p.pending = p.pending[s.n:]
+			if len(p.pending) > 0 {
+				if !p.queued {
+					p.queued = true
+					sh.segQueue = append(sh.segQueue, p)
+				}
+			} else {
+				p.pending = nil
+			}
+			p.publish()
+			if !p.syncWanted && p.segmentSyncDue() {
+				p.syncWanted = true
+				sh.segSyncs = append(sh.segSyncs, p)
+			}
+		}
+	}
+}
+
+// addSegmentSyncs puts the segment syncs persisted topics' flush
+// thresholds asked for into the group commit that is about to run, so they
+// share its submission instead of adding a round trip to an ack. They are
+// not needed for durability (the journal has every acknowledged op); they
+// bound how much a restart re-hashes and replays.
+func (sh *shardLoop) addSegmentSyncs() []plannedSync {
+	var out []plannedSync
+	for _, p := range sh.segSyncs {
+		p.syncWanted = false
+		if p.g.failed != nil || p.g.closed {
+			continue
+		}
+		plan, err := p.seg.PlanSync()
+		if err != nil {
+			p.g.fail(fmt.Errorf("segment sync plan: %w", err))
+			continue
+		}
+		plan.AddTo(&sh.batch)
+		out = append(out, plannedSync{p: p, plan: plan})
+	}
+	clear(sh.segSyncs)
+	sh.segSyncs = sh.segSyncs[:0]
+	return out
+}
+
+type plannedSync struct {
+	p    *partition
+	plan segment.SyncPlan
+}
+
+func completeSegmentSyncs(plans []plannedSync, err error) {
+	for _, pl := range plans {
+		if cerr := pl.p.seg.CompleteSync(pl.plan, err); cerr != nil {
+			pl.p.g.fail(fmt.Errorf("segment sync: %w", cerr))
+			continue
+		}
+		pl.p.unsyncedMsgs, pl.p.unsyncedSize = 0, 0
+	}
+}
+
+func (sh *shardLoop) tick(n uint64) {
+	// A shard stalled for long gets its ticks in one go; timeouts only need
+	// to see that time passed, not every step of it.
+	n = min(n, 100)
+	for _, g := range sh.groups {
+		if g.failed != nil || g.closed {
+			continue
+		}
+		for i := uint64(0); i < n; i++ {
+			g.r.Tick()
+		}
+		sh.markDirty(g)
+	}
+	if sh.meta != nil {
+		sh.meta.tick()
+	}
+}
+
+// sendTo queues t on shard i, keeping it in an outbox while that inbox is
+// full (never dropped).
+func (sh *shardLoop) sendTo(i int, t *task) {
+	if len(sh.outbox) == 0 {
+		if err := sh.n.rt.Send(i, t); err == nil {
+			return
+		}
+	}
+	sh.outbox = append(sh.outbox, outTask{shard: i, t: t})
+}
+
+func (sh *shardLoop) flushOutbox() {
+	for len(sh.outbox) > 0 {
+		o := sh.outbox[0]
+		if err := sh.n.rt.Send(o.shard, o.t); err != nil {
+			return
+		}
+		sh.outbox[0] = outTask{}
+		sh.outbox = sh.outbox[1:]
+	}
+	sh.outbox = nil
+}
+
+// dispatch handles one task.
+func (sh *shardLoop) dispatch(t *task) {
+	switch t.kind {
+	case tkConn:
+		go t.conn.serve()
+	case tkMeta:
+		if sh.meta == nil {
+			panic(fmt.Sprintf("replica: metadata request on shard %d", sh.id))
+		}
+		sh.meta.submitClient(t)
+	case tkSystem:
+		var waiter *task
+		if t.done != nil {
+			waiter = t
+		}
+		sh.meta.enqueueSystem(t.cmd, waiter)
+	case tkSend, tkStoreOffset, tkDeleteOffset, tkPoll, tkGetOffset, tkDeleteSegments:
+		p := sh.parts[t.ns]
+		if p == nil || p.revision != t.rev {
+			t.failStatus(uint32(wire.CodePartitionNotFound))
+			sh.deliverTask(t)
+			return
+		}
+		if p.g.failed != nil {
+			t.failStatus(wireCodeUnavailable)
+			sh.deliverTask(t)
+			return
+		}
+		p.handle(t)
+	case tkPartOpen:
+		if p := sh.parts[t.ns]; p != nil {
+			if p.revision == t.spec.revision {
+				return
+			}
+			sh.deletePartition(p)
+		}
+		if _, err := sh.openPartition(t.spec); err != nil {
+			sh.log.Error("opening partition failed", zap.Stringer("partition", t.ns), zap.Error(err))
+		} else {
+			sh.n.registerPartition(sh.parts[t.ns])
+		}
+	case tkPartDelete:
+		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
+			sh.deletePartition(p)
+		}
+	case tkPartPurge:
+		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
+			p.g.submit(&task{kind: tkPartPurge, onDone: func(*task) {}},
+				vsr.Request{Operation: opPurgePartition, WallClock: nowMicros(), Body: u64Bytes(t.gen)})
+		}
+	case tkGroupDeleted:
+		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
+			p.g.submit(&task{kind: tkGroupDeleted, onDone: func(*task) {}},
+				vsr.Request{Operation: opDropGroupOffsets, WallClock: nowMicros(), Body: u32Bytes(t.group)})
+		}
+	case tkClean:
+		view := sh.n.store.View()
+		now := nowMicros()
+		for _, p := range sh.parts {
+			if p.g.failed != nil {
+				continue
+			}
+			st := view.Stream(p.stream)
+			if st == nil {
+				continue
+			}
+			tp := st.Topic(p.topic)
+			if tp == nil || tp.Revision > p.revision {
+				continue
+			}
+			p.clean(tp, now)
+		}
+	default:
+		panic(fmt.Sprintf("replica: shard %d: task kind %d", sh.id, t.kind))
+	}
+}
+
+// deletePartition tears a partition down: waiting requests are answered,
+// files closed and its directory removed.
+func (sh *shardLoop) deletePartition(p *partition) {
+	p.close()
+	delete(sh.parts, p.ns)
+	delete(sh.groups, p.g.id)
+	sh.n.unregisterPartition(p)
+	if err := sh.fs.RemoveAll(p.dir); err != nil {
+		sh.log.Error("removing partition storage failed", zap.String("dir", p.dir), zap.Error(err))
+	}
+}

@@ -1,0 +1,145 @@
+package replica
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/iggo/iggo/shard/vfs"
+	"github.com/zeebo/xxh3"
+)
+
+// The view-state file keeps a group's vsr state record (vsr.EncodeState, at
+// most 32,648 bytes) in two slots written alternately, so a write torn by a
+// crash damages only the slot being written while the other still holds the
+// previous record. The superblock cannot carry it: its record is fixed at 128
+// bytes and the vsr record carries up to 127 prepare headers.
+//
+// Slot i lives at offset i*viewStateSlot (little-endian):
+//
+//	off  size  field
+//	  0     8  magic "IGGOVIEW"
+//	  8     8  sequence (>= 1, +1 per write; slot = sequence mod 2)
+//	 16     4  payload length N (<= viewStateSlot - 48)
+//	 20    12  reserved, zero
+//	 32     N  payload: the vsr state record
+//	32+N   16  XXH3-128 of bytes [0, 32+N), low 64 bits first
+//
+// The newest valid slot wins. A file with no valid slot is treated as absent
+// only if the group's journal is empty too (a crash before the very first
+// write completed); the caller checks that.
+const (
+	viewStateFile   = "viewstate"
+	viewStateSlot   = 40 << 10
+	viewStateHeader = 32
+	viewStateMagic  = "IGGOVIEW"
+)
+
+var errViewStateTooLarge = errors.New("replica: view state record too large")
+
+type viewState struct {
+	fs   vfs.FS
+	dir  string
+	path string
+	f    vfs.File
+	seq  uint64
+	buf  []byte
+}
+
+// openViewState opens (creating when missing) the view-state file in dir and
+// returns the newest record's payload, nil when there is none.
+func openViewState(fsys vfs.FS, dir string) (*viewState, []byte, error) {
+	path := filepath.Join(dir, viewStateFile)
+	v := &viewState{fs: fsys, dir: dir, path: path, buf: make([]byte, viewStateSlot)}
+	f, err := fsys.OpenFile(path, vfs.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = fsys.OpenFile(path, vfs.O_RDWR|vfs.O_CREATE, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("replica: creating %s: %w", path, err)
+		}
+		if err := fsys.SyncDir(dir); err != nil {
+			_ = f.Close()
+			return nil, nil, fmt.Errorf("replica: syncing %s: %w", dir, err)
+		}
+		v.f = f
+		return v, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("replica: opening %s: %w", path, err)
+	}
+	v.f = f
+	var best []byte
+	for slot := 0; slot < 2; slot++ {
+		seq, payload, ok := v.readSlot(slot)
+		if ok && seq > v.seq {
+			v.seq, best = seq, payload
+		}
+	}
+	return v, best, nil
+}
+
+func (v *viewState) readSlot(slot int) (uint64, []byte, bool) {
+	b := make([]byte, viewStateSlot)
+	n, err := v.f.ReadAt(b, int64(slot*viewStateSlot))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, nil, false
+	}
+	return decodeViewSlot(b[:n], slot)
+}
+
+// decodeViewSlot checks one slot's bytes; ok is false for anything but a
+// whole, verified record written for that slot.
+func decodeViewSlot(b []byte, slot int) (uint64, []byte, bool) {
+	if len(b) < viewStateHeader+16 || !bytes.Equal(b[:8], []byte(viewStateMagic)) {
+		return 0, nil, false
+	}
+	seq := binary.LittleEndian.Uint64(b[8:])
+	size := int(binary.LittleEndian.Uint32(b[16:]))
+	if seq == 0 || int(seq%2) != slot || size > viewStateSlot-viewStateHeader-16 || len(b) < viewStateHeader+size+16 {
+		return 0, nil, false
+	}
+	for _, x := range b[20:viewStateHeader] {
+		if x != 0 {
+			return 0, nil, false
+		}
+	}
+	end := viewStateHeader + size
+	sum := xxh3.Hash128(b[:end])
+	if binary.LittleEndian.Uint64(b[end:]) != sum.Lo || binary.LittleEndian.Uint64(b[end+8:]) != sum.Hi {
+		return 0, nil, false
+	}
+	return seq, bytes.Clone(b[viewStateHeader:end]), true
+}
+
+// write durably stores payload as the newest record (one write and one
+// fdatasync).
+func (v *viewState) write(payload []byte) error {
+	if len(payload) > viewStateSlot-viewStateHeader-16 {
+		return fmt.Errorf("%w: %d bytes", errViewStateTooLarge, len(payload))
+	}
+	seq := v.seq + 1
+	b := v.buf[:viewStateHeader+len(payload)+16]
+	clear(b[:viewStateHeader])
+	copy(b, viewStateMagic)
+	binary.LittleEndian.PutUint64(b[8:], seq)
+	binary.LittleEndian.PutUint32(b[16:], uint32(len(payload)))
+	copy(b[viewStateHeader:], payload)
+	end := viewStateHeader + len(payload)
+	sum := xxh3.Hash128(b[:end])
+	binary.LittleEndian.PutUint64(b[end:], sum.Lo)
+	binary.LittleEndian.PutUint64(b[end+8:], sum.Hi)
+	if _, err := v.f.WriteAt(b, int64(seq%2)*viewStateSlot); err != nil {
+		return fmt.Errorf("replica: writing %s: %w", v.path, err)
+	}
+	if err := v.f.Datasync(); err != nil {
+		return fmt.Errorf("replica: syncing %s: %w", v.path, err)
+	}
+	v.seq = seq
+	return nil
+}
+
+func (v *viewState) close() error { return v.f.Close() }

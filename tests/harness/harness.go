@@ -1,0 +1,408 @@
+// Package harness starts real iggo-server processes for cross-process
+// tests: it builds the binary once per test binary, runs any number of
+// servers with their own data directories, environment and flags, learns
+// each one's bound address from <data>/runtime/current_config.toml, and can
+// kill -9, SIGSTOP/SIGCONT, stop and restart them. Every process is killed
+// when the test ends, passed or failed.
+//
+// It is test support only: production code never imports it.
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/iggo/iggo/client"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// RepoRoot finds the module root (the directory holding go.mod) above the
+// working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("harness: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Binary returns the path of an iggo-server built from this checkout (once
+// per test binary). IGGO_SERVER_BINARY overrides it with a prebuilt one.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("IGGO_SERVER_BINARY"); p != "" {
+		return p
+	}
+	buildOnce.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "iggo-harness-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "iggo-server")
+		cmd := exec.Command("go", "build", "-buildvcs=false", "-ldflags=-checklinkname=0", "-o", buildPath, "./cmd/iggo-server")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("harness: building iggo-server: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+// Options describe one server process.
+type Options struct {
+	// Binary is the server executable; empty builds this checkout.
+	Binary string
+	// DataDir is the data directory (IGGY_PATH); empty makes a temporary
+	// one that lives as long as the test.
+	DataDir string
+	// Env adds KEY=value variables. The harness sets IGGY_PATH,
+	// IGGY_TCP_ADDRESS=127.0.0.1:0 (unless Env sets it) and
+	// IGGY_SHARDING_PIN_CORES=false; other IGGY_* variables of the test
+	// process are not inherited.
+	Env []string
+	// Args are extra command-line flags; DefaultRoot adds
+	// --with-default-root-credentials.
+	Args        []string
+	DefaultRoot bool
+	// StartTimeout bounds the wait for the runtime file (default 60 s).
+	StartTimeout time.Duration
+}
+
+// Server is one running (or stopped) server process.
+type Server struct {
+	t    testing.TB
+	opts Options
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	exit   error
+	out    *syncBuffer
+	// Addr is the bound client address of the current run.
+	Addr string
+}
+
+// Start launches a server and waits until it serves.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Binary == "" {
+		opts.Binary = Binary(t)
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = filepath.Join(t.TempDir(), "data")
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	s := &Server{t: t, opts: opts}
+	t.Cleanup(func() {
+		s.Kill()
+		if t.Failed() {
+			t.Logf("server %s output (last 8 KiB):\n%s", s.opts.DataDir, s.Tail(8<<10))
+		}
+	})
+	s.launch(nil)
+	return s
+}
+
+// StartN launches n servers; opts(i) gives each one's options.
+func StartN(t testing.TB, n int, opts func(i int) Options) []*Server {
+	t.Helper()
+	out := make([]*Server, n)
+	for i := range out {
+		out[i] = Start(t, opts(i))
+	}
+	return out
+}
+
+// DataDir is the server's data directory.
+func (s *Server) DataDir() string { return s.opts.DataDir }
+
+func (s *Server) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "IGGY_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "IGGY_PATH="+s.opts.DataDir, "IGGY_SHARDING_PIN_CORES=false")
+	hasAddr := false
+	for _, kv := range s.opts.Env {
+		if strings.HasPrefix(kv, "IGGY_TCP_ADDRESS=") {
+			hasAddr = true
+		}
+	}
+	if !hasAddr {
+		env = append(env, "IGGY_TCP_ADDRESS=127.0.0.1:0")
+	}
+	return append(env, s.opts.Env...)
+}
+
+// launch starts the process (extra flags added to this run only) and waits
+// for it to serve.
+func (s *Server) launch(extra []string) {
+	s.t.Helper()
+	runtimeFile := filepath.Join(s.opts.DataDir, "runtime", "current_config.toml")
+	_ = os.Remove(runtimeFile)
+	args := append([]string(nil), s.opts.Args...)
+	if s.opts.DefaultRoot {
+		args = append(args, "--with-default-root-credentials")
+	}
+	args = append(args, extra...)
+	cmd := exec.Command(s.opts.Binary, args...)
+	cmd.Env = s.env()
+	s.mu.Lock()
+	out := s.out
+	s.mu.Unlock()
+	if out == nil {
+		out = &syncBuffer{}
+	} else {
+		fmt.Fprintf(out, "\n==== harness: restart %v ====\n", extra)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("harness: starting %s: %v", s.opts.Binary, err)
+	}
+	exited := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited, s.out, s.Addr = cmd, exited, out, ""
+	s.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		s.mu.Lock()
+		s.exit = err
+		s.mu.Unlock()
+		close(exited)
+	}()
+	deadline := time.Now().Add(s.opts.StartTimeout)
+	for {
+		if addr, err := readAddr(runtimeFile); err == nil && addr != "" {
+			s.mu.Lock()
+			s.Addr = addr
+			s.mu.Unlock()
+			return
+		}
+		select {
+		case <-exited:
+			s.t.Fatalf("harness: server exited during start (%v):\n%s", s.exitErr(), out.Tail(8<<10))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.Kill()
+			s.t.Fatalf("harness: server did not start within %v:\n%s", s.opts.StartTimeout, out.Tail(8<<10))
+		}
+	}
+}
+
+func readAddr(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var doc struct {
+		TCP struct {
+			Address string `toml:"address"`
+		} `toml:"tcp"`
+	}
+	if err := toml.Unmarshal(b, &doc); err != nil {
+		return "", err
+	}
+	return doc.TCP.Address, nil
+}
+
+func (s *Server) exitErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exit
+}
+
+// Running reports whether the process is alive.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	ch := s.exited
+	s.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *Server) signal(sig os.Signal) error {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return errors.New("harness: no process")
+	}
+	return cmd.Process.Signal(sig)
+}
+
+func (s *Server) waitExit(d time.Duration) bool {
+	s.mu.Lock()
+	ch := s.exited
+	s.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// Kill sends SIGKILL (kill -9) and waits for the process to be gone. A
+// stopped (SIGSTOP) process is killed too.
+func (s *Server) Kill() {
+	if !s.Running() {
+		return
+	}
+	_ = s.signal(syscall.SIGKILL)
+	s.waitExit(30 * time.Second)
+}
+
+// Stop sends SIGTERM and waits for a clean exit (killing after timeout).
+func (s *Server) Stop(timeout time.Duration) error {
+	if !s.Running() {
+		return nil
+	}
+	_ = s.signal(syscall.SIGCONT)
+	if err := s.signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	if !s.waitExit(timeout) {
+		s.Kill()
+		return fmt.Errorf("harness: server did not stop within %v", timeout)
+	}
+	return s.exitErr()
+}
+
+// Pause sends SIGSTOP; Resume sends SIGCONT.
+func (s *Server) Pause() error  { return s.signal(syscall.SIGSTOP) }
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+// Restart starts the server again on the same data directory (after Kill
+// or Stop); extra flags apply to this run only (for example "--fresh").
+func (s *Server) Restart(extra ...string) {
+	s.t.Helper()
+	if s.Running() {
+		s.t.Fatal("harness: Restart of a running server; Kill or Stop it first")
+	}
+	s.launch(extra)
+}
+
+// Output returns everything the process printed so far (all runs).
+func (s *Server) Output() string {
+	s.mu.Lock()
+	out := s.out
+	s.mu.Unlock()
+	if out == nil {
+		return ""
+	}
+	return out.String()
+}
+
+// Tail returns the last n bytes of the output.
+func (s *Server) Tail(n int) string {
+	s.mu.Lock()
+	out := s.out
+	s.mu.Unlock()
+	if out == nil {
+		return ""
+	}
+	return out.Tail(n)
+}
+
+// ClientConfig is a client configuration for this server.
+func (s *Server) ClientConfig(username, password string) client.Config {
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{s.Addr}
+	cfg.Username, cfg.Password = username, password
+	cfg.HeartbeatInterval = 0
+	return cfg
+}
+
+// Client connects a logged-in client (closed when the test ends).
+func (s *Server) Client(t testing.TB, username, password string) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, s.ClientConfig(username, password))
+	if err != nil {
+		t.Fatalf("harness: connecting to %s: %v", s.Addr, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Root connects as iggy/iggy (servers started with DefaultRoot).
+func (s *Server) Root(t testing.TB) *client.Client { return s.Client(t, "iggy", "iggy") }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func (b *syncBuffer) Tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.b.Bytes()
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return string(s)
+}

@@ -1,0 +1,12 @@
+//go:build !vsrmutations
+
+package vsr
+
+// Deliberate safety breakages exist only in builds with the vsrmutations
+// tag (see mutation_on.go); in every other build these are constant false and
+// compile away.
+
+func mutationCommitWithoutQuorum() bool       { return false }
+func mutationAckBeforeDurable() bool          { return false }
+func mutationTruncateWithoutNackQuorum() bool { return false }
+func mutationForgetViewDurability() bool      { return false }

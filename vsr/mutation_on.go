@@ -1,0 +1,50 @@
+//go:build vsrmutations
+
+package vsr
+
+// Mutation selects one deliberate breakage of a safety rule. Builds with the
+// vsrmutations tag expose it so the simulator can prove it catches each one;
+// no other build contains this file.
+type Mutation uint8
+
+const (
+	MutationNone Mutation = iota
+	// MutationTruncateWithoutNackQuorum: a view change drops an op on a
+	// single nack instead of a nack quorum.
+	MutationTruncateWithoutNackQuorum
+	// MutationAckBeforeDurable: backups acknowledge (PrepareOk) ops whose
+	// journal append has not completed.
+	MutationAckBeforeDurable
+	// MutationCommitWithoutQuorum: the primary commits an op as soon as any
+	// replica (itself included) has it.
+	MutationCommitWithoutQuorum
+	// MutationForgetViewDurability: entering a view change does not persist
+	// the new view before sending StartViewChange/DoViewChange.
+	MutationForgetViewDurability
+)
+
+// Mutations lists every mutation, for campaigns that try them all.
+var Mutations = []Mutation{
+	MutationTruncateWithoutNackQuorum,
+	MutationAckBeforeDurable,
+	MutationCommitWithoutQuorum,
+	MutationForgetViewDurability,
+}
+
+func (m Mutation) String() string {
+	return [...]string{"none", "truncate_without_nack_quorum", "ack_before_durable",
+		"commit_without_quorum", "forget_view_durability"}[m]
+}
+
+var activeMutation Mutation
+
+// SetMutation activates a mutation for every replica in the process (the
+// simulator runs single-threaded).
+func SetMutation(m Mutation) { activeMutation = m }
+
+func mutationCommitWithoutQuorum() bool { return activeMutation == MutationCommitWithoutQuorum }
+func mutationAckBeforeDurable() bool    { return activeMutation == MutationAckBeforeDurable }
+func mutationTruncateWithoutNackQuorum() bool {
+	return activeMutation == MutationTruncateWithoutNackQuorum
+}
+func mutationForgetViewDurability() bool { return activeMutation == MutationForgetViewDurability }
