@@ -31,9 +31,10 @@ func newNemesis(c *cluster, rec *history.Recorder) *nemesis {
 	return &nemesis{c: c, rec: rec, active: map[int]schedule.Fault{}, down: map[int]bool{}, injected: map[schedule.Kind]int{}}
 }
 
-// run executes the steps relative to start until they are done or ctx
-// ends, watching for crashes meanwhile.
-func (n *nemesis) run(ctx context.Context, start time.Time, steps []schedule.Step) {
+// run executes the steps relative to start until they are done or the
+// phase ends, watching for crashes meanwhile. Actions run under ctx, not
+// the phase: a heal that starts before the phase ends is carried out.
+func (n *nemesis) run(ctx, phase context.Context, start time.Time, steps []schedule.Step) {
 	for _, st := range steps {
 		for {
 			wait := st.At - time.Since(start)
@@ -41,13 +42,13 @@ func (n *nemesis) run(ctx context.Context, start time.Time, steps []schedule.Ste
 				break
 			}
 			select {
-			case <-ctx.Done():
+			case <-phase.Done():
 				return
 			case <-time.After(min(wait, 100*time.Millisecond)):
 			}
 			n.watch(ctx)
 		}
-		if ctx.Err() != nil {
+		if phase.Err() != nil {
 			return
 		}
 		if st.Heal {
@@ -58,9 +59,9 @@ func (n *nemesis) run(ctx context.Context, start time.Time, steps []schedule.Ste
 			n.inject(ctx, st.Fault)
 		}
 	}
-	for ctx.Err() == nil {
+	for phase.Err() == nil {
 		select {
-		case <-ctx.Done():
+		case <-phase.Done():
 		case <-time.After(100 * time.Millisecond):
 			n.watch(ctx)
 		}

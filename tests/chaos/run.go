@@ -38,7 +38,7 @@ type Summary struct {
 	LivenessOK  int
 	FinalRounds int
 	// WorkDir holds the history, node logs and data; it is removed after a
-	// passing run unless Options.Keep. HistoryPath is the history file in
+	// passing run without fault errors unless Options.Keep. HistoryPath is the history file in
 	// it; Visualizations are porcupine's views of failed checks.
 	WorkDir        string
 	HistoryPath    string
@@ -85,6 +85,14 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	o := opts.Defaults()
 	if err := o.Validate(); err != nil {
 		return Summary{}, err
+	}
+	if o.Server != "" {
+		// Nodes run in their own directories.
+		abs, err := filepath.Abs(o.Server)
+		if err != nil {
+			return Summary{}, err
+		}
+		o.Server = abs
 	}
 	started := time.Now()
 	var raw [4]byte
@@ -169,7 +177,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	nemDone := make(chan struct{})
 	go func() {
 		defer close(nemDone)
-		nem.run(phase, time.Now(), sched.Steps())
+		nem.run(ctx, phase, time.Now(), sched.Steps())
 	}()
 	wl.Run(phase)
 	<-phase.Done()
@@ -210,7 +218,9 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		s.Visualizations, _ = s.Result.WriteVisualizations(workDir)
 	}
 	s.Elapsed = time.Since(started)
-	if s.Valid && !o.Keep {
+	// Fault errors (a heal that timed out, a refused boot) are evidence
+	// even when the checks pass.
+	if s.Valid && len(s.FaultErrors) == 0 && !o.Keep {
 		os.RemoveAll(workDir)
 		s.WorkDir, s.HistoryPath = "", ""
 	}
@@ -267,7 +277,7 @@ var ErrInvalid = errors.New("chaos: violations found")
 func invalidSeeds(ss []Summary) []int64 {
 	var out []int64
 	for _, s := range ss {
-		if !s.Valid {
+		if s.Result != nil && !s.Valid {
 			out = append(out, s.Seed)
 		}
 	}

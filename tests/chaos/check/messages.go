@@ -94,13 +94,45 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 	}
 
 	// Every place a message was seen: acknowledgements, reads during the
-	// run, final reads. Acknowledgements take part in the reuse check
-	// only: an acknowledged message read elsewhere is lost (misplaced),
-	// not duplicated.
-	var seen []sighting
+	// run, final reads, visited as they are found (a run can observe
+	// millions). Acknowledgements take part in the reuse check only: an
+	// acknowledged message read elsewhere is lost (misplaced), not
+	// duplicated.
+	byLoc := map[loc]sighting{}
+	reported := map[loc]bool{}
+	pl := places{first: map[history.MsgID]sighting{}, extra: map[history.MsgID][]sighting{}}
+	visit := func(s sighting) {
+		if prev, ok := byLoc[s.at]; ok {
+			if prev.id != s.id && !reported[s.at] {
+				reported[s.at] = true
+				r.flag(OffsetReuse, "%v holds %s (event %d, node %d) and %s (event %d, node %d)",
+					[]int64{prev.event, s.event}, s.at, prev.id, prev.event, prev.node, s.id, s.event, s.node)
+			}
+		} else {
+			byLoc[s.at] = s
+		}
+		if s.ack {
+			return
+		}
+		a := attempts[s.id]
+		if s.corrupt || s.id.Foreign || a == nil {
+			what := "payload does not belong to its id"
+			switch {
+			case s.id.Foreign:
+				what = "id was not minted by this run's producers"
+			case a == nil:
+				what = "no send of this id was recorded"
+			}
+			r.flag(Corrupt, "message %s at %v on node %d: %s", []int64{s.event}, s.id, s.at, s.node, what)
+		}
+		if pl.add(s) && a != nil && a.status == failed {
+			r.flag(FailedPresent, "message %s of a send that failed (%s) is at %v (event %d, node %d)",
+				[]int64{a.event(), s.event}, s.id, a.op.Err, s.at, s.event, s.node)
+		}
+	}
 	for _, id := range sortedIDs(attempts) {
 		if a := attempts[id]; a.status == acked {
-			seen = append(seen, sighting{at: a.want, id: id, event: a.event(), node: a.op.Node, ack: true})
+			visit(sighting{at: a.want, id: id, event: a.event(), node: a.op.Node, ack: true})
 		}
 	}
 	// final[node][partition] is the last successful final read.
@@ -131,58 +163,21 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 		}
 		checkDense(r, op, part, lossBefore >= 0)
 		for _, o := range op.Result.Read {
-			seen = append(seen, sighting{at: loc{part, o.Offset}, id: o.ID, event: op.CompleteIndex, node: op.Node, corrupt: o.Corrupt})
+			visit(sighting{at: loc{part, o.Offset}, id: o.ID, event: op.CompleteIndex, node: op.Node, corrupt: o.Corrupt})
 			r.Stats.Observations++
 		}
 	}
-
-	byLoc := map[loc]sighting{}
-	places := map[history.MsgID][]sighting{}
-	reported := map[loc]bool{}
-	for _, s := range seen {
-		if prev, ok := byLoc[s.at]; ok {
-			if prev.id != s.id && !reported[s.at] {
-				reported[s.at] = true
-				r.flag(OffsetReuse, "%v holds %s (event %d, node %d) and %s (event %d, node %d)",
-					[]int64{prev.event, s.event}, s.at, prev.id, prev.event, prev.node, s.id, s.event, s.node)
+	for _, id := range sortedIDs(pl.extra) {
+		ps := append([]sighting{pl.first[id]}, pl.extra[id]...)
+		var evs []int64
+		desc := ""
+		for i, p := range ps {
+			evs = append(evs, p.event)
+			if i < 4 {
+				desc += fmt.Sprintf(" %v(event %d)", p.at, p.event)
 			}
-		} else {
-			byLoc[s.at] = s
 		}
-		if s.ack {
-			continue
-		}
-		if s.corrupt || s.id.Foreign || attempts[s.id] == nil {
-			what := "payload does not belong to its id"
-			switch {
-			case s.id.Foreign:
-				what = "id was not minted by this run's producers"
-			case attempts[s.id] == nil:
-				what = "no send of this id was recorded"
-			}
-			r.flag(Corrupt, "message %s at %v on node %d: %s", []int64{s.event}, s.id, s.at, s.node, what)
-		}
-		ps := places[s.id]
-		if !slices.ContainsFunc(ps, func(p sighting) bool { return p.at == s.at }) {
-			places[s.id] = append(ps, s)
-		}
-		if a := attempts[s.id]; a != nil && a.status == failed && len(ps) == 0 {
-			r.flag(FailedPresent, "message %s of a send that failed (%s) is at %v (event %d, node %d)",
-				[]int64{a.event(), s.event}, s.id, a.op.Err, s.at, s.event, s.node)
-		}
-	}
-	for _, id := range sortedIDs(places) {
-		if ps := places[id]; len(ps) > 1 {
-			var evs []int64
-			desc := ""
-			for i, p := range ps {
-				evs = append(evs, p.event)
-				if i < 4 {
-					desc += fmt.Sprintf(" %v(event %d)", p.at, p.event)
-				}
-			}
-			r.flag(Duplicate, "message %s seen at %d places:%s", evs, id, len(ps), desc)
-		}
+		r.flag(Duplicate, "message %s seen at %d places:%s", evs, id, len(ps), desc)
 	}
 
 	// Final reads: every acknowledged message at its place on every node.
@@ -195,21 +190,30 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 			}
 		}
 	}
-	index := map[int]map[uint32]map[uint64]history.MsgID{}
+	unplacedAcks := false
+	for _, a := range attempts {
+		unplacedAcks = unplacedAcks || a.status == unplaced
+	}
+	index := map[int]map[uint32][]history.Obs{}
 	present := map[int]map[history.MsgID]bool{}
 	for n, byPart := range final {
-		index[n] = map[uint32]map[uint64]history.MsgID{}
+		index[n] = map[uint32][]history.Obs{}
 		present[n] = map[history.MsgID]bool{}
 		if r.Stats.FinalLengths[n] == nil {
 			r.Stats.FinalLengths[n] = map[uint32]int{}
 		}
 		for p, op := range byPart {
-			m := map[uint64]history.MsgID{}
-			for _, o := range op.Result.Read {
-				m[o.Offset] = o.ID
-				present[n][o.ID] = true
+			read := op.Result.Read
+			if !slices.IsSortedFunc(read, byOffset) {
+				read = slices.Clone(read)
+				slices.SortStableFunc(read, byOffset)
 			}
-			index[n][p] = m
+			index[n][p] = read
+			if unplacedAcks {
+				for _, o := range read {
+					present[n][o.ID] = true
+				}
+			}
 			r.Stats.FinalLengths[n][p] = len(op.Result.Read)
 		}
 	}
@@ -220,20 +224,18 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 				lengths[n] = len(op.Result.Read)
 			}
 		}
-		if len(lengths) > 1 {
-			lo, hi := -1, -1
-			for n, l := range lengths {
-				if lo < 0 || l < lengths[lo] || (l == lengths[lo] && n < lo) {
-					lo = n
-				}
-				if hi < 0 || l > lengths[hi] || (l == lengths[hi] && n < hi) {
-					hi = n
-				}
+		lo, hi := -1, -1
+		for _, n := range sortedKeys(lengths) {
+			if lo < 0 || lengths[n] < lengths[lo] {
+				lo = n
 			}
-			if lengths[lo] != lengths[hi] {
-				r.flag(Diverged, "partition %d after healing: node %d has %d messages, node %d has %d",
-					[]int64{final[lo][p].CompleteIndex, final[hi][p].CompleteIndex}, p, lo, lengths[lo], hi, lengths[hi])
+			if hi < 0 || lengths[n] > lengths[hi] {
+				hi = n
 			}
+		}
+		if lo >= 0 && lengths[lo] != lengths[hi] {
+			r.flag(Diverged, "partition %d after healing: node %d has %d messages, node %d has %d",
+				[]int64{final[lo][p].CompleteIndex, final[hi][p].CompleteIndex}, p, lo, lengths[lo], hi, lengths[hi])
 		}
 	}
 	finalNodes := sortedKeys(final)
@@ -243,14 +245,14 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 			continue
 		}
 		for _, n := range finalNodes {
-			m := index[n][a.part]
+			read := index[n][a.part]
 			if final[n][a.part] == nil {
 				continue // reported as unreadable
 			}
 			var miss string
 			if a.status == acked {
-				if got, ok := m[a.want.off]; !ok {
-					miss = fmt.Sprintf("offset %d is absent (partition has %d messages)", a.want.off, len(m))
+				if got, ok := at(read, a.want.off); !ok {
+					miss = fmt.Sprintf("offset %d is absent (partition has %d messages)", a.want.off, len(read))
 				} else if got != id {
 					miss = fmt.Sprintf("offset %d holds %s", a.want.off, got)
 				}
@@ -278,7 +280,7 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 
 	// Unknown outcomes that landed, and logical messages landed twice.
 	landed := map[history.Logical]map[uint32]bool{}
-	for _, id := range sortedIDs(places) {
+	for _, id := range sortedIDs(pl.first) {
 		a := attempts[id]
 		if a == nil {
 			continue
@@ -300,7 +302,45 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 		}
 	}
 
-	checkRealTime(r, sends, places)
+	checkRealTime(r, sends, &pl)
+}
+
+// places records where each message id was read: the first place, and any
+// further distinct ones (duplicates).
+type places struct {
+	first map[history.MsgID]sighting
+	extra map[history.MsgID][]sighting
+}
+
+// add records s and reports whether it is the id's first sighting.
+func (p *places) add(s sighting) bool {
+	f, ok := p.first[s.id]
+	if !ok {
+		p.first[s.id] = s
+		return true
+	}
+	if f.at == s.at || slices.ContainsFunc(p.extra[s.id], func(x sighting) bool { return x.at == s.at }) {
+		return false
+	}
+	p.extra[s.id] = append(p.extra[s.id], s)
+	return false
+}
+
+// only returns the id's place if it was read at exactly one.
+func (p *places) only(id history.MsgID) (sighting, bool) {
+	f, ok := p.first[id]
+	return f, ok && len(p.extra[id]) == 0
+}
+
+func byOffset(a, b history.Obs) int { return cmp.Compare(a.Offset, b.Offset) }
+
+// at finds the message at offset off of a read sorted by offset.
+func at(read []history.Obs, off uint64) (history.MsgID, bool) {
+	i, ok := slices.BinarySearchFunc(read, off, func(o history.Obs, off uint64) int { return cmp.Compare(o.Offset, off) })
+	if !ok {
+		return history.MsgID{}, false
+	}
+	return read[i].ID, true
 }
 
 // checkDense: a read's offsets are consecutive; a final read starts at 0;
@@ -338,7 +378,7 @@ func checkDense(r *Result, op *history.Op, part uint32, tolerant bool) {
 // checkRealTime: within a partition, a send invoked after another send was
 // acknowledged must land at higher offsets; a batch lands contiguously and
 // in order.
-func checkRealTime(r *Result, sends []*history.Op, places map[history.MsgID][]sighting) {
+func checkRealTime(r *Result, sends []*history.Op, pl *places) {
 	type placed struct {
 		op  *history.Op
 		off uint64
@@ -352,18 +392,17 @@ func checkRealTime(r *Result, sends []*history.Op, places map[history.MsgID][]si
 		found := false
 		if op.Type == history.OK && op.Result.Base != nil && op.Result.Partition != nil {
 			first, found = loc{*op.Result.Partition, *op.Result.Base}, true
-		} else if ps := places[op.Args.Msgs[0]]; len(ps) == 1 {
-			first, found = ps[0].at, true
+		} else if s, ok := pl.only(op.Args.Msgs[0]); ok {
+			first, found = s.at, true
 		}
 		if !found {
 			continue
 		}
 		// The rest of the batch must follow the first message.
 		for k, id := range op.Args.Msgs[1:] {
-			ps := places[id]
-			if len(ps) == 1 && ps[0].at != (loc{first.part, first.off + uint64(k+1)}) {
+			if s, ok := pl.only(id); ok && s.at != (loc{first.part, first.off + uint64(k+1)}) {
 				r.flag(Order, "send (event %d): message %d of the batch (%s) is at %v, the batch starts at %v",
-					[]int64{op.InvokeIndex, ps[0].event}, op.InvokeIndex, k+1, id, ps[0].at, first)
+					[]int64{op.InvokeIndex, s.event}, op.InvokeIndex, k+1, id, s.at, first)
 				break
 			}
 		}

@@ -31,9 +31,10 @@ const (
 var CorruptModes = []CorruptMode{FlipBits, Truncate, TornTail, ZeroBlock}
 
 // DefaultDataFiles are the file patterns iggo keeps durable data in:
-// segment logs and indexes, partition and metadata journals (base names,
-// filepath.Match syntax).
-var DefaultDataFiles = []string{"*.log", "*.index", "*.wal"}
+// segment logs and indexes (named by their 20-digit start offset),
+// partition and metadata journals (base names, filepath.Match syntax).
+// The server's own logs (logs/*.log) do not match.
+var DefaultDataFiles = []string{"[0-9]*.log", "[0-9]*.index", "*.wal"}
 
 // Corruption describes what Corrupt did.
 type Corruption struct {

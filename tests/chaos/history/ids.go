@@ -53,13 +53,14 @@ func ParseMsgID(s string) (MsgID, error) {
 		}
 		return MsgID{Foreign: true, Raw: wire.Uint128{Lo: lo, Hi: hi}}, nil
 	}
-	parts := strings.Split(s, ".")
-	if len(parts) != 3 {
+	ps, rest, ok1 := strings.Cut(s, ".")
+	qs, as, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 {
 		return MsgID{}, fmt.Errorf("history: bad message id %q", s)
 	}
-	p, err1 := strconv.ParseUint(parts[0], 10, 16)
-	q, err2 := strconv.ParseUint(parts[1], 10, 64)
-	a, err3 := strconv.ParseUint(parts[2], 10, 16)
+	p, err1 := strconv.ParseUint(ps, 10, 16)
+	q, err2 := strconv.ParseUint(qs, 10, 64)
+	a, err3 := strconv.ParseUint(as, 10, 16)
 	if err1 != nil || err2 != nil || err3 != nil {
 		return MsgID{}, fmt.Errorf("history: bad message id %q", s)
 	}
@@ -148,8 +149,23 @@ func (o Obs) MarshalJSON() ([]byte, error) {
 	return json.Marshal([2]any{o.Offset, s})
 }
 
-// UnmarshalJSON parses MarshalJSON's form.
+// UnmarshalJSON parses MarshalJSON's form. Histories hold millions of
+// observations, so the common shape [digits,"id"] is parsed by hand.
 func (o *Obs) UnmarshalJSON(b []byte) error {
+	if inner, ok := bytes.CutPrefix(b, []byte("[")); ok {
+		inner, ok = bytes.CutSuffix(inner, []byte("]"))
+		num, str, found := bytes.Cut(inner, []byte(","))
+		if ok && found && len(str) >= 2 && str[0] == '"' && str[len(str)-1] == '"' && bytes.IndexAny(str[1:len(str)-1], "\\\"") < 0 {
+			if off, err := strconv.ParseUint(string(num), 10, 64); err == nil {
+				s := string(str[1 : len(str)-1])
+				o.Offset = off
+				o.Corrupt = strings.HasSuffix(s, "!")
+				id, err := ParseMsgID(strings.TrimSuffix(s, "!"))
+				o.ID = id
+				return err
+			}
+		}
+	}
 	var pair [2]json.RawMessage
 	if err := json.Unmarshal(b, &pair); err != nil {
 		return fmt.Errorf("history: observation %s: %w", b, err)
