@@ -58,6 +58,11 @@ func (n *nemesis) run(ctx, phase context.Context, start time.Time, steps []sched
 		} else {
 			n.inject(ctx, st.Fault)
 		}
+		// The history so far reaches the disk at every fault step, so a
+		// runner that dies mid-run leaves most of it behind.
+		if err := n.rec.Flush(); err != nil {
+			n.errs = append(n.errs, err.Error())
+		}
 	}
 	for phase.Err() == nil {
 		select {
