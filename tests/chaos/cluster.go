@@ -207,7 +207,9 @@ func (c *cluster) waitReady(ctx context.Context, i int) error {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{c.addrs[i]}
 	cfg.Username, cfg.Password = c.opts.Username, c.opts.Password
-	cfg.DialTimeout, cfg.RequestTimeout = time.Second, 2*time.Second
+	// Generous: a login hashes a password, which a busy machine (or a
+	// node flooded by reconnecting clients) can make slow.
+	cfg.DialTimeout, cfg.RequestTimeout = 2*time.Second, 10*time.Second
 	cfg.Reconnect.Enabled = false
 	cfg.HeartbeatInterval = 0
 	cfg.MaxRedirects = 0

@@ -66,12 +66,14 @@ type Config struct {
 	BatchMax, MessageSize, MaxAttempts int
 	// PollMax bounds a poll's count (default 20).
 	PollMax int
+	// DialTimeout bounds a connection with its login (default 10 s).
 	// OpTimeout bounds one operation (default 2 s); Think is the pause
 	// between a worker's operations (default 2 ms); MaxOps bounds each
 	// worker's operations (default 100000).
-	OpTimeout time.Duration
-	Think     time.Duration
-	MaxOps    int
+	DialTimeout time.Duration
+	OpTimeout   time.Duration
+	Think       time.Duration
+	MaxOps      int
 	// MetadataNames is how many stream and topic names the metadata
 	// workers draw from (default 4).
 	MetadataNames int
@@ -107,6 +109,9 @@ func (c *Config) defaults() error {
 	set(&c.MetadataNames, 4)
 	if c.OpTimeout <= 0 {
 		c.OpTimeout = 2 * time.Second
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 10 * time.Second
 	}
 	if c.Think <= 0 {
 		c.Think = 2 * time.Millisecond
@@ -200,15 +205,21 @@ func (w *Workload) clientConfig(addrs []string) client.Config {
 // dial connects, retrying until ctx ends. Each attempt starts from a
 // random node (the client tries only its first address when it does not
 // reconnect by itself; the leader check then moves it to the leader).
+// A login verifies a password hash (argon2, tens to hundreds of ms of CPU),
+// so after a restart every worker logging in at once can saturate a small
+// machine: attempts get a generous timeout and back off exponentially with
+// jitter instead of giving up and piling on.
 func (w *Workload) dial(ctx context.Context, addrs []string, rng *rand.Rand) (*client.Client, error) {
+	backoff := 100 * time.Millisecond
 	for {
 		first := rng.IntN(len(addrs))
 		cfg := w.clientConfig(append(slices.Clone(addrs[first:]), addrs[:first]...))
+		cfg.RequestTimeout = max(w.cfg.OpTimeout, w.cfg.DialTimeout)
 		c, err := client.New(cfg)
 		if err != nil {
 			return nil, err
 		}
-		cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+		cctx, cancel := context.WithTimeout(ctx, max(w.cfg.OpTimeout, w.cfg.DialTimeout))
 		err = c.Connect(cctx)
 		cancel()
 		if err == nil {
@@ -221,7 +232,8 @@ func (w *Workload) dial(ctx context.Context, addrs []string, rng *rand.Rand) (*c
 		if wire.HasCode(err, wire.CodeInvalidCredentials) {
 			return nil, err
 		}
-		sleep(ctx, time.Duration(50+rng.IntN(200))*time.Millisecond)
+		sleep(ctx, backoff/2+time.Duration(rng.Int64N(int64(backoff))))
+		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 
