@@ -8,7 +8,7 @@ BIN     := bin
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
-.PHONY: all build run test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean
+.PHONY: all build run test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos
 
 all: build
 
@@ -88,3 +88,17 @@ bench-storage:
 	echo "dd buffered:"; dd if=/dev/zero of=$$f bs=1M count=1024 2>&1 | tail -1; rm -f $$f; \
 	f=$$(mktemp /tmp/iggo-dd-XXXXXX); \
 	echo "dd conv=fdatasync:"; dd if=/dev/zero of=$$f bs=1M count=1024 conv=fdatasync 2>&1 | tail -1; rm -f $$f
+
+# Chaos campaigns (tests/chaos): RUNS runs of DURATION each, seeds SEED,
+# SEED+1, ... against iggo-server when cmd/iggo-server exists, else against
+# the built-in fake node. More flags in CHAOS_ARGS, e.g.
+#   make chaos RUNS=10 DURATION=2m CHAOS_ARGS="--nodes 3 --faults all"
+RUNS       ?= 1
+DURATION   ?= 30s
+SEED       ?= 0
+CHAOS_ARGS ?=
+chaos:
+	$(GO) build -o $(BIN)/iggo-chaos ./tests/chaos/cmd/iggo-chaos
+	$(if $(wildcard cmd/iggo-server),$(GO) build -o $(BIN)/iggo-server ./cmd/iggo-server)
+	./$(BIN)/iggo-chaos run --runs $(RUNS) --duration $(DURATION) --seed $(SEED) \
+	  $(if $(wildcard cmd/iggo-server),--server $(BIN)/iggo-server,--fake) $(CHAOS_ARGS)

@@ -1,0 +1,261 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iggo/iggo/client"
+	"github.com/iggo/iggo/tests/chaos/fakenode"
+	"github.com/iggo/iggo/tests/chaos/fault"
+)
+
+// FakeNodeEnv set to "1" makes any binary that links this package run the
+// fake node (fakenode.Main with the process's arguments) instead of its
+// main: the runner starts fake nodes by re-executing its own binary, which
+// works from the iggo CLI, the iggo-chaos tool and test binaries alike.
+const FakeNodeEnv = "IGGO_CHAOS_FAKENODE"
+
+func init() {
+	if os.Getenv(FakeNodeEnv) == "1" {
+		os.Exit(fakenode.Main(os.Args[1:]))
+	}
+}
+
+// Ports of a node inside its own network namespace.
+const (
+	netnsClientPort  = 8090
+	netnsReplicaPort = 9090
+)
+
+// cluster is the system under test: node processes and their network.
+type cluster struct {
+	opts    Options
+	workDir string
+	procs   []*fault.Process
+	nodes   []fault.Node
+	// listen is where node i listens; addrs is where clients dial it.
+	listen, replica []string
+	addrs           []string
+	net             fault.Network
+	netKind         string
+}
+
+func needsNetwork(o *Options) bool {
+	for _, k := range o.Faults {
+		if k.Network() {
+			return true
+		}
+	}
+	return false
+}
+
+// newCluster lays out the nodes and their network; it starts nothing.
+func newCluster(o Options, workDir string) (_ *cluster, err error) {
+	c := &cluster{opts: o, workDir: workDir}
+	defer func() {
+		if err != nil {
+			c.close()
+		}
+	}()
+	kind := o.Network
+	if kind == NetworkAuto {
+		switch {
+		case !needsNetwork(&o) && o.Nodes == 1:
+			kind = NetworkNone
+		case fault.NetnsAvailable() == nil:
+			kind = NetworkNetns
+		case o.Nodes == 1:
+			kind = NetworkProxy
+		default:
+			return nil, fmt.Errorf("chaos: a %d-node cluster needs network namespaces: %v", o.Nodes, fault.NetnsAvailable())
+		}
+	}
+	c.netKind = kind
+	var nn *fault.Netns
+	switch kind {
+	case NetworkNetns:
+		if nn, err = fault.NewNetns(o.Nodes); err != nil {
+			return nil, err
+		}
+		c.net = nn
+	case NetworkProxy:
+		c.net = fault.NewProxy()
+	}
+	for i := 0; i < o.Nodes; i++ {
+		if nn != nil {
+			c.listen = append(c.listen, net.JoinHostPort(nn.NodeIP(i), strconv.Itoa(netnsClientPort)))
+			c.replica = append(c.replica, net.JoinHostPort(nn.NodeIP(i), strconv.Itoa(netnsReplicaPort)))
+		} else {
+			a, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			r, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			c.listen, c.replica = append(c.listen, a), append(c.replica, r)
+		}
+	}
+	for i := 0; i < o.Nodes; i++ {
+		addr := c.listen[i]
+		if p, ok := c.net.(*fault.Proxy); ok {
+			if addr, err = p.Link(fault.Client, i, c.listen[i]); err != nil {
+				return nil, err
+			}
+		}
+		c.addrs = append(c.addrs, addr)
+		spec, err := c.spec(i, nn)
+		if err != nil {
+			return nil, err
+		}
+		p := fault.NewProcess(spec)
+		c.procs = append(c.procs, p)
+		c.nodes = append(c.nodes, p)
+	}
+	return c, nil
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// spec is node i's command line: the fake node (this binary re-executed)
+// or iggo-server with a generated configuration.
+func (c *cluster) spec(i int, nn *fault.Netns) (fault.ProcessSpec, error) {
+	o := c.opts
+	dir := filepath.Join(c.workDir, fmt.Sprintf("node%d", i))
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fault.ProcessSpec{}, err
+	}
+	spec := fault.ProcessSpec{Name: fmt.Sprintf("node%d", i), DataDir: data, Dir: dir, LogPath: filepath.Join(dir, "node.log"),
+		FreshArgs: []string{"--fresh"}}
+	if nn != nil {
+		spec.Wrap = nn.Wrap(i)
+	}
+	if o.Fake {
+		exe, err := os.Executable()
+		if err != nil {
+			return spec, err
+		}
+		spec.Path = exe
+		spec.Env = []string{FakeNodeEnv + "=1"}
+		spec.Args = []string{"--addr", c.listen[i], "--data", data}
+		if len(o.FakeBugs) > 0 {
+			spec.Args = append(spec.Args, "--bug", strings.Join(o.FakeBugs, ","))
+		}
+		return spec, nil
+	}
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(c.serverConfig(data)), 0o644); err != nil {
+		return spec, err
+	}
+	spec.Path = o.Server
+	spec.Args = append([]string{"--config", cfgPath, "--replica-id", strconv.Itoa(i), "--with-default-root-credentials"}, o.ServerArgs...)
+	return spec, nil
+}
+
+// serverConfig is node i's iggo-server configuration: its data directory,
+// its client listener, and the roster (replica ids in node order).
+func (c *cluster) serverConfig(data string) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "path = %q\n\n", data)
+	sb.WriteString("[sharding]\ncpu_allocation = 1\npin_cores = false\n\n")
+	sb.WriteString("[tcp]\nenabled = true\n")
+	// All nodes bind the roster's addresses; the listener address is the
+	// node's own, chosen by --replica-id through the roster in cluster
+	// mode and by this key otherwise.
+	if len(c.listen) == 1 {
+		fmt.Fprintf(&sb, "address = %q\n", c.listen[0])
+	}
+	fmt.Fprintf(&sb, "\n[cluster]\nenabled = %v\nname = \"iggo-chaos\"\n", len(c.listen) > 1)
+	for i := range c.listen {
+		host, port, _ := net.SplitHostPort(c.listen[i])
+		_, rport, _ := net.SplitHostPort(c.replica[i])
+		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = \"chaos-node-%d\"\nip = %q\nreplica_id = %d\nports = { tcp = %s, tcp_replica = %s }\n",
+			i, host, i, port, rport)
+	}
+	return sb.String()
+}
+
+// start starts node i (fresh: discarding its state) and waits until it
+// serves.
+func (c *cluster) start(ctx context.Context, i int, fresh bool) error {
+	if err := c.nodes[i].Start(fresh); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, i)
+}
+
+// waitReady waits until node i accepts a login and a ping.
+func (c *cluster) waitReady(ctx context.Context, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.BootTimeout)
+	defer cancel()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{c.addrs[i]}
+	cfg.Username, cfg.Password = c.opts.Username, c.opts.Password
+	// Generous: a login hashes a password, which a busy machine (or a
+	// node flooded by reconnecting clients) can make slow.
+	cfg.DialTimeout, cfg.RequestTimeout = 2*time.Second, 10*time.Second
+	cfg.Reconnect.Enabled = false
+	cfg.HeartbeatInterval = 0
+	cfg.MaxRedirects = 0
+	var last error
+	for {
+		if exited, err := c.procs[i].Exited(); exited {
+			return fmt.Errorf("chaos: node %d exited while booting (%v); log %s:\n%s", i, err, c.procs[i].Spec().LogPath, tail(c.procs[i].Spec().LogPath, 20))
+		}
+		cl, err := client.Dial(ctx, cfg)
+		if err == nil {
+			err = cl.Ping(ctx)
+			cl.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("chaos: node %d not serving after %v: %w (last error %v)", i, c.opts.BootTimeout, ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// close stops every node and tears the network down.
+func (c *cluster) close() error {
+	var errs []error
+	for _, p := range c.procs {
+		errs = append(errs, p.Stop())
+	}
+	if c.net != nil {
+		errs = append(errs, c.net.Close())
+	}
+	return errors.Join(errs...)
+}
