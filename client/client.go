@@ -797,7 +797,7 @@ func (c *Client) call(ctx context.Context, req wire.Request) ([]byte, error) {
 			}
 			continue // same session: same stamp; new session: re-stamped
 		}
-		if !c.shouldRecover(op, err) || recoveries >= c.cfg.Reconnect.MaxPerCall {
+		if !c.shouldRecover(op, hasSideEffects(req), err) || recoveries >= c.cfg.Reconnect.MaxPerCall {
 			return nil, err
 		}
 		recoveries++
@@ -811,10 +811,10 @@ func (c *Client) call(ctx context.Context, req wire.Request) ([]byte, error) {
 }
 
 // shouldRecover decides whether a failed call reconnects and sends again:
-// reads and pings always may; a replicated request only when nothing was
-// sent or the server provably refused it before applying (Unauthenticated,
-// StaleClient).
-func (c *Client) shouldRecover(op wire.Operation, err error) bool {
+// reads and pings always may; a replicated request, or a read with side
+// effects (a poll with auto-commit), only when nothing was sent or the server
+// provably refused it before applying (Unauthenticated, StaleClient).
+func (c *Client) shouldRecover(op wire.Operation, sideEffects bool, err error) bool {
 	if errors.Is(err, ErrClosed) || !c.cfg.Reconnect.Enabled {
 		return false
 	}
@@ -828,7 +828,7 @@ func (c *Client) shouldRecover(op wire.Operation, err error) bool {
 	if !notApplied && !lost {
 		return false
 	}
-	if op.IsReplicated() {
+	if op.IsReplicated() || sideEffects {
 		if !notApplied || loggedOut || !haveCreds {
 			return false
 		}
@@ -838,6 +838,14 @@ func (c *Client) shouldRecover(op wire.Operation, err error) bool {
 		return haveCreds && !loggedOut
 	}
 	return true
+}
+
+// hasSideEffects reports whether a non-replicated request changes server
+// state: a poll with auto-commit stores the consumer's offset, so resending it
+// after a lost reply would skip the messages the lost reply carried.
+func hasSideEffects(req wire.Request) bool {
+	p, ok := req.(*wire.PollMessages)
+	return ok && p.AutoCommit
 }
 
 // recover re-establishes the connection (and session) unless another call

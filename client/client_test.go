@@ -403,6 +403,40 @@ func TestNoReplayOfReplicatedWithUnknownOutcome(t *testing.T) {
 	}
 }
 
+// A poll with auto-commit stores the consumer offset on the server; if its
+// reply is lost, resending it would skip the messages that reply carried, so
+// the client reports the lost connection instead. The same poll without
+// auto-commit is a plain read and is replayed.
+func TestNoReplayOfAutoCommitPollWithUnknownOutcome(t *testing.T) {
+	for _, auto := range []bool{true, false} {
+		s := newFakeServer(t)
+		once := sync.Once{}
+		s.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) (out []byte, handled bool) {
+			if h.Code == wire.CmdPollMessages {
+				once.Do(func() { out, handled = dropConnection, true })
+			}
+			return out, handled
+		})
+		c := dial(t, testConfig(s.addr))
+		_, err := c.PollMessages(ctx(t), wire.PollMessages{
+			Consumer: wire.SingleConsumer(wire.NumericID(1)), StreamID: wire.NumericID(0), TopicID: wire.NumericID(0),
+			Partition: wire.SomePartition(0),
+			Strategy:  wire.PollFromNext(), Count: 10, AutoCommit: auto,
+		})
+		sent := s.countCode(wire.CmdPollMessages)
+		if auto {
+			var ce *ConnError
+			if !errors.As(err, &ce) || sent != 1 {
+				t.Fatalf("auto-commit poll: err %v, sent %d times; want a connection error and one send", err, sent)
+			}
+			continue
+		}
+		if sent != 2 {
+			t.Fatalf("plain poll: err %v, sent %d times; want a replay", err, sent)
+		}
+	}
+}
+
 func TestUnauthenticatedReplaysAfterRelogin(t *testing.T) {
 	s := newFakeServer(t)
 	var mu sync.Mutex
