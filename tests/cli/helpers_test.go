@@ -182,7 +182,8 @@ func (e *cliEnv) fails(t testing.TB, code int, parts []string, args ...string) r
 
 // expectFailure checks the exit code, that stderr is one "error: " line
 // (plus cobra's usage hint for parse errors) holding every part, and that
-// stdout carries no result.
+// stdout carries no result (only the "Executing ..."/"Running ..." status
+// line printed before the request).
 func expectFailure(t testing.TB, r result, code int, parts ...string) {
 	t.Helper()
 	if r.code != code {
@@ -201,7 +202,7 @@ func expectFailure(t testing.TB, r result, code int, parts ...string) {
 		}
 	}
 	for _, l := range strings.Split(strings.TrimSpace(r.out), "\n") {
-		if l != "" && !strings.HasPrefix(l, "Executing ") {
+		if l != "" && !strings.HasPrefix(l, "Executing ") && !strings.HasPrefix(l, "Running ") {
 			t.Fatalf("a failed command printed a result:\n%v", r)
 		}
 	}
