@@ -91,7 +91,7 @@ func TestBench(t *testing.T) {
 			args = append(args, "-b", strconv.Itoa(batches), "-P", strconv.Itoa(perB), "-m", strconv.Itoa(size),
 				"-o", dir, "--progress", "lines", "--progress-interval", "100ms", "--durability", "replicated")
 			out := e.ok(t, args...)
-			mustContain(t, out, "Running "+c.kind+" against "+srv.Addr, "Benchmark: "+c.kind+", ", "Report and charts:", "p99.9")
+			mustContain(t, out, "Running "+c.kind+" against "+srv.Addr, "Benchmark: "+c.kind+", ", "1 topic per stream (durability replicated), ", "Report and charts:", "p99.9")
 			if c.seeded > 0 {
 				mustContain(t, out, "Seeding ")
 			}
@@ -178,6 +178,17 @@ func TestBench(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("durability reaches the server", func(t *testing.T) {
+		e.ok(t, "bench", "pp", "-p", "1", "-b", "2", "-P", "10", "-m", "100", "--no-output", "--progress", "none",
+			"--durability", "persisted", "--consumer-offset-durability", "persisted", "--keep-streams")
+		get := e.ok(t, "topic", "get", "bench-stream-1", "topic-1")
+		mustContain(t, get, "durability=persisted", "consumer_offset_durability=persisted")
+		if cell(t, get, "Topic message count") != "20" {
+			t.Fatalf("kept stream:\n%s", get)
+		}
+		e.ok(t, "stream", "delete", "bench-stream-1")
+	})
 
 	t.Run("bad parameters", func(t *testing.T) {
 		for _, c := range []struct {

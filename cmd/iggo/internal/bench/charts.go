@@ -37,8 +37,8 @@ func (r *Report) LatencyChart(path string, window int) error {
 
 func (r *Report) chart(path, what, unit string, window int, pick func(Series) []Point) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s — %s, %d producers, %d consumers, %s B × %s msgs/batch", what, r.Params.Kind,
-		r.Params.Producers, r.Params.Consumers, r.Params.MessageSize, r.Params.MessagesPerBatch)
+	p.Title.Text = fmt.Sprintf("%s — %s, %d producers, %d consumers, %s B × %s msgs/batch%s", what, r.Params.Kind,
+		r.Params.Producers, r.Params.Consumers, r.Params.MessageSize, r.Params.MessagesPerBatch, r.Params.durabilityText())
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = unit
 	p.Y.Min = 0
