@@ -103,7 +103,9 @@ func (r *Report) chart(path, what, unit string, window int, pick func(Series) []
 	dc := draw.New(c)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	p.Draw(dc)
+	// A margin keeps the title's ascenders and the axes' end labels off
+	// the image edges.
+	p.Draw(draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(2), -vg.Points(6)))
 	f, err := os.Create(path)
 	if err != nil {
 		return err
