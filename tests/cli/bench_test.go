@@ -190,6 +190,27 @@ func TestBench(t *testing.T) {
 		e.ok(t, "stream", "delete", "bench-stream-1")
 	})
 
+	t.Run("credentials from a login session", func(t *testing.T) {
+		// Logged in as a user without permissions, the benchmark runs as
+		// that user (and is refused), not as the iggy/iggy default.
+		e.ok(t, "user", "create", "viewer", "viewer-pw")
+		defer e.ok(t, "user", "delete", "viewer")
+		h := e.withHome(t)
+		if r := h.run(t, "-u", "viewer", "-p", "viewer-pw", "login", "1h"); r.code != exitOK {
+			t.Fatalf("login as viewer:\n%v", r)
+		}
+		args := []string{"bench", "e2e", "-p", "1", "-b", "2", "-P", "10", "-m", "100", "--no-output", "--progress", "none"}
+		expectFailure(t, h.run(t, args...), exitServer, "permission denied (Iggy error 41 Unauthorized)")
+		h.run(t, "logout")
+		h.ok(t, "login", "1h") // as root
+		r := h.run(t, args...)
+		if r.code != exitOK || r.err != "" {
+			t.Fatalf("bench with root's session:\n%v", r)
+		}
+		mustContain(t, r.out, "Producing consumers total: ")
+		h.run(t, "logout")
+	})
+
 	t.Run("bad parameters", func(t *testing.T) {
 		for _, c := range []struct {
 			args []string
