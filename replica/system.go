@@ -28,15 +28,68 @@ import (
 
 type cpuSample struct {
 	at        time.Time
-	procTicks uint64
-	sysBusy   uint64
-	sysTotal  uint64
+	procTicks uint64 // utime+stime of this process, in clock ticks
+	sysBusy   uint64 // host ticks not idle or iowait, since boot
+	sysTotal  uint64 // all host ticks since boot
 }
 
-var (
-	cpuMu   sync.Mutex
-	lastCPU cpuSample
-)
+// cpuMinWindow is the shortest interval CPU usage is averaged over. /proc
+// counts in 10 ms ticks, so a window of a few milliseconds (two GET_STATS
+// in a row) would report 0 % or a multiple of 100 %.
+const cpuMinWindow = time.Second
+
+// ticksPerSecond is USER_HZ, the unit of /proc/self/stat and /proc/stat:
+// 100 on every Linux architecture the server builds for.
+const ticksPerSecond = 100
+
+// cpuMeter turns the cumulative tick counters of /proc into percentages.
+// It keeps the last sample handed out and the one before it (base). A call
+// at least cpuMinWindow after the last sample reports the usage since that
+// sample and makes it the base; an earlier call reports the usage since the
+// base, which is then at least cpuMinWindow old. Until a first sample
+// exists the base is the process start with zero counters, so the first
+// GET_STATS reports the process's average since it started (the host's
+// since boot) instead of 0.
+type cpuMeter struct {
+	mu         sync.Mutex
+	read       func() cpuSample
+	base, last cpuSample
+}
+
+func newCPUMeter(start time.Time, read func() cpuSample) *cpuMeter {
+	s := cpuSample{at: start}
+	return &cpuMeter{read: read, base: s, last: s}
+}
+
+// usage returns the process's CPU use in percent of one CPU (a process
+// busy on two cores reports 200) and the host's in percent of all CPUs.
+func (m *cpuMeter) usage() (proc, host float32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.read()
+	ref := m.base
+	if now.at.Sub(m.last.at) >= cpuMinWindow {
+		ref = m.last
+		m.base, m.last = m.last, now
+	}
+	if el := now.at.Sub(ref.at).Seconds(); el > 0 && now.procTicks >= ref.procTicks {
+		proc = float32(float64(now.procTicks-ref.procTicks) / ticksPerSecond / el * 100)
+	}
+	if now.sysTotal > ref.sysTotal && now.sysBusy >= ref.sysBusy {
+		host = float32(float64(now.sysBusy-ref.sysBusy) / float64(now.sysTotal-ref.sysTotal) * 100)
+	}
+	return proc, host
+}
+
+func readCPUSample() cpuSample {
+	s := cpuSample{at: time.Now(), procTicks: readProcTicks()}
+	s.sysBusy, s.sysTotal = readSysTicks()
+	return s
+}
+
+// processCPU measures this process; package initialisation is as close to
+// the process start as Go code gets.
+var processCPU = newCPUMeter(time.Now(), readCPUSample)
 
 func readProcTicks() uint64 {
 	b, err := os.ReadFile("/proc/self/stat")
@@ -44,6 +97,8 @@ func readProcTicks() uint64 {
 		return 0
 	}
 	s := string(b)
+	// The command name (field 2) may hold spaces; fields are counted
+	// after its closing parenthesis: utime and stime are fields 14 and 15.
 	if i := strings.LastIndexByte(s, ')'); i >= 0 {
 		s = s[i+1:]
 	}
@@ -63,36 +118,22 @@ func readSysTicks() (busy, total uint64) {
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
+	if len(f) < 2 || f[0] != "cpu" {
+		return 0, 0
+	}
 	for i, v := range f[1:] {
 		x, _ := strconv.ParseUint(v, 10, 64)
+		// guest and guest_nice (fields 9, 10) are already counted in
+		// user and nice.
+		if i >= 8 {
+			break
+		}
 		total += x
 		if i != 3 && i != 4 { // idle, iowait
 			busy += x
 		}
 	}
 	return busy, total
-}
-
-// cpuUsage returns the process and host CPU use in percent since the
-// previous call.
-func cpuUsage() (proc, host float32) {
-	cpuMu.Lock()
-	defer cpuMu.Unlock()
-	now := cpuSample{at: time.Now(), procTicks: readProcTicks()}
-	now.sysBusy, now.sysTotal = readSysTicks()
-	prev := lastCPU
-	lastCPU = now
-	if prev.at.IsZero() {
-		return 0, 0
-	}
-	const ticksPerSecond = 100
-	if el := now.at.Sub(prev.at).Seconds(); el > 0 {
-		proc = float32(float64(now.procTicks-prev.procTicks) / ticksPerSecond / el * 100)
-	}
-	if dt := now.sysTotal - prev.sysTotal; dt > 0 {
-		host = float32(float64(now.sysBusy-prev.sysBusy) / float64(dt) * 100)
-	}
-	return proc, host
 }
 
 func procKV(path string) map[string]uint64 {
@@ -146,7 +187,7 @@ func kernelVersion() string {
 
 // stats answers GET_STATS.
 func (n *Node) stats(view *metadata.State) wire.Stats {
-	proc, host := cpuUsage()
+	proc, host := processCPU.usage()
 	mem := procKV("/proc/meminfo")
 	status := procKV("/proc/self/status")
 	pio := procKV("/proc/self/io")

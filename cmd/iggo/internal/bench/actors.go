@@ -106,11 +106,29 @@ type groupState struct {
 
 // actorEnv is what every actor needs from the run.
 type actorEnv struct {
-	p       *Params
-	cfg     client.Config
+	p   *Params
+	cfg client.Config
+	// start and warmEnd are set by Run before it opens the gate; actors
+	// read them only after passing it.
 	start   time.Time
 	warmEnd time.Time
 	now     func() time.Time
+	// arrived receives one value per actor that is connected (and joined
+	// its group); gate is closed when every actor has arrived, so all
+	// start together and logins stay out of the measured time.
+	arrived chan struct{}
+	gate    chan struct{}
+}
+
+// ready reports the actor connected and waits for the start.
+func (e *actorEnv) ready(ctx context.Context) error {
+	e.arrived <- struct{}{} // buffered for every actor
+	select {
+	case <-e.gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (e *actorEnv) since() time.Duration { return e.now().Sub(e.start) }
@@ -141,6 +159,9 @@ func runProducer(ctx context.Context, e *actorEnv, id int, st *streamState, part
 		return err
 	}
 	defer c.Close()
+	if err := e.ready(ctx); err != nil {
+		return err
+	}
 	sid, tid := wire.MustNamedID(st.name), wire.MustNamedID(TopicName)
 	gen := newBatchGen(uint64(id), e.p.MessageSize, e.p.MessagesPerBatch)
 	lim := e.limiter(1)
@@ -217,6 +238,9 @@ func runConsumer(ctx context.Context, e *actorEnv, spec consumerSpec, prog *acto
 		req.Partition = wire.OptionalPartition{}
 		req.Strategy = wire.PollFromNext()
 		req.AutoCommit = true
+	}
+	if err := e.ready(ctx); err != nil {
+		return err
 	}
 	var consumed uint64 // individual consumers: next offset to read
 	lastProgress := e.now()
@@ -309,6 +333,9 @@ func runProducingConsumer(ctx context.Context, e *actorEnv, id int, st *streamSt
 		return err
 	}
 	defer c.Close()
+	if err := e.ready(ctx); err != nil {
+		return err
+	}
 	sid, tid := wire.MustNamedID(st.name), wire.MustNamedID(TopicName)
 	gen := newBatchGen(uint64(id), e.p.MessageSize, e.p.MessagesPerBatch)
 	lim := e.limiter(1)

@@ -37,8 +37,8 @@ func (r *Report) LatencyChart(path string, window int) error {
 
 func (r *Report) chart(path, what, unit string, window int, pick func(Series) []Point) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s — %s, %d producers, %d consumers, %s B × %s msgs/batch", what, r.Params.Kind,
-		r.Params.Producers, r.Params.Consumers, r.Params.MessageSize, r.Params.MessagesPerBatch)
+	p.Title.Text = fmt.Sprintf("%s — %s, %d producers, %d consumers, %s B × %s msgs/batch%s", what, r.Params.Kind,
+		r.Params.Producers, r.Params.Consumers, r.Params.MessageSize, r.Params.MessagesPerBatch, r.Params.durabilityText())
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = unit
 	p.Y.Min = 0
@@ -103,7 +103,9 @@ func (r *Report) chart(path, what, unit string, window int, pick func(Series) []
 	dc := draw.New(c)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	p.Draw(dc)
+	// A margin keeps the title's ascenders and the axes' end labels off
+	// the image edges.
+	p.Draw(draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(2), -vg.Points(6)))
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -208,11 +208,17 @@ func (r *Report) WriteJSON(path string) error {
 }
 
 // DirName is the per-run output directory name:
-// <kind alias>_<producers>p_<consumers>c_<msg size>b_<batch>mpb_<UTC time>.
+// <kind alias>_<producers>p_<consumers>c_<msg size>b_<batch>mpb[_<durability>]_<UTC time>,
+// the durability present when the run chose one, so runs that differ only
+// in it are told apart.
 func (r *Report) DirName() string {
 	p := r.Params
-	return fmt.Sprintf("%s_%dp_%dc_%sb_%smpb_%s", Kind(p.Kind).Alias(), p.Producers, p.Consumers,
-		strings.ReplaceAll(p.MessageSize, "..", "-"), strings.ReplaceAll(p.MessagesPerBatch, "..", "-"), r.Timestamp.Format("20060102T150405Z"))
+	dur := ""
+	if p.Durability != "" {
+		dur = "_" + p.Durability
+	}
+	return fmt.Sprintf("%s_%dp_%dc_%sb_%smpb%s_%s", Kind(p.Kind).Alias(), p.Producers, p.Consumers,
+		strings.ReplaceAll(p.MessageSize, "..", "-"), strings.ReplaceAll(p.MessagesPerBatch, "..", "-"), dur, r.Timestamp.Format("20060102T150405Z"))
 }
 
 func groupTitle(k ActorKind) string {
@@ -271,8 +277,8 @@ func (r *Report) PrintSummary(w io.Writer) {
 	if p.ConsumerGroups > 0 {
 		groups = fmt.Sprintf("%d consumer groups, ", p.ConsumerGroups)
 	}
-	fmt.Fprintf(w, "\nBenchmark: %s, %s%d streams, 1 topic per stream, %d partitions per topic, %s%s messages per batch, %s bytes per message, %s%s; %d messages, %.2f MB processed\n",
-		p.Kind, actors, p.Streams, p.Partitions, groups, p.MessagesPerBatch, p.MessageSize, data, rate, total, float64(bytes)/1e6)
+	fmt.Fprintf(w, "\nBenchmark: %s, %s%d streams, 1 topic per stream%s, %d partitions per topic, %s%s messages per batch, %s bytes per message, %s%s; %d messages, %.2f MB processed\n",
+		p.Kind, actors, p.Streams, p.durabilityText(), p.Partitions, groups, p.MessagesPerBatch, p.MessageSize, data, rate, total, float64(bytes)/1e6)
 	for _, a := range r.Actors {
 		fmt.Fprintln(w, a.Summary.line(fmt.Sprintf("%s #%d (%s)", actorTitle(a.Kind), a.ID, a.Stream)))
 	}
@@ -282,6 +288,22 @@ func (r *Report) PrintSummary(w io.Writer) {
 	if r.Aggregate != nil {
 		fmt.Fprintln(w, r.Aggregate.Summary.line("Aggregate"))
 	}
+}
+
+// durabilityText is " (durability persisted, offsets replicated)" for the
+// topic options the run chose, "" when it left both to the server.
+func (p ReportParams) durabilityText() string {
+	var parts []string
+	if p.Durability != "" {
+		parts = append(parts, "durability "+p.Durability)
+	}
+	if p.ConsumerOffsetDurability != "" {
+		parts = append(parts, "offsets "+p.ConsumerOffsetDurability)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // writeOutputs writes report.json and the charts into a new directory

@@ -172,6 +172,14 @@ func TestReportJSON(t *testing.T) {
 	if got := r.DirName(); got != "ppc_2p_2c_1000b_1000mpb_20260102T030405Z" {
 		t.Fatalf("DirName %q", got)
 	}
+	r.Params.Durability = "persisted"
+	if got := r.DirName(); got != "ppc_2p_2c_1000b_1000mpb_persisted_20260102T030405Z" {
+		t.Fatalf("DirName with durability %q", got)
+	}
+	sb0 := strings.Builder{}
+	r.PrintSummary(&sb0)
+	mustContain(t, sb0.String(), "1 topic per stream (durability persisted), ")
+	r.Params.Durability = ""
 	var sb strings.Builder
 	r.PrintSummary(&sb)
 	mustContain(t, sb.String(), "Benchmark: pinned-producer-and-consumer, 2 producers, 2 consumers, 2 streams",

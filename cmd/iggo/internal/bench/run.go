@@ -74,7 +74,7 @@ func Run(ctx context.Context, p Params, opt Options) (*Result, error) {
 		return nil, err
 	}
 
-	env := &actorEnv{p: &p, cfg: cfg, now: time.Now}
+	env := &actorEnv{p: &p, cfg: cfg, now: time.Now, gate: make(chan struct{})}
 	type actor struct {
 		run  func(context.Context) error
 		rec  *Recorder
@@ -143,15 +143,10 @@ func Run(ctx context.Context, p Params, opt Options) (*Result, error) {
 	for i, a := range actors {
 		progs[i] = a.prog
 	}
-	env.start = time.Now()
-	env.warmEnd = env.start.Add(p.WarmupTime)
-	var disp display = noDisplay{}
-	switch opt.Progress {
-	case ProgressBars:
-		disp = startBars(runCtx, opt.Out, progs, env.start)
-	case ProgressLines:
-		disp = startLines(runCtx, opt.Out, progs, opt.ProgressInterval, env.start)
-	}
+	// Every actor connects (and joins its group) first; the clock starts
+	// when all have, or when one has failed (runCtx is then cancelled and
+	// the others return).
+	env.arrived = make(chan struct{}, len(actors))
 	errs := make([]error, len(actors))
 	var wg sync.WaitGroup
 	for i, a := range actors {
@@ -163,6 +158,25 @@ func Run(ctx context.Context, p Params, opt Options) (*Result, error) {
 				cancel()
 			}
 		}()
+	}
+	for arrived := 0; arrived < len(actors) && runCtx.Err() == nil; {
+		select {
+		case <-env.arrived:
+			arrived++
+		case <-runCtx.Done():
+		}
+	}
+	env.start = time.Now()
+	env.warmEnd = env.start.Add(p.WarmupTime)
+	close(env.gate)
+	var disp display = noDisplay{}
+	if runCtx.Err() == nil {
+		switch opt.Progress {
+		case ProgressBars:
+			disp = startBars(runCtx, opt.Out, progs, env.start)
+		case ProgressLines:
+			disp = startLines(runCtx, opt.Out, progs, opt.ProgressInterval, env.start)
+		}
 	}
 	wg.Wait()
 	disp.stop()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,4 +305,49 @@ func TestProgressBarsRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustContain(t, out.String(), "Producer #1", "Consumer #2", "all actors", "msgs", "MB/s", "Benchmark: pinned-producer-and-consumer")
+}
+
+// TestActorsStartTogether checks the start gate: every actor logs in (slow
+// logins here) before any of them sends, so logins stay out of the
+// measured time and no actor gets a head start.
+func TestActorsStartTogether(t *testing.T) {
+	srv := startFake(t)
+	var mu sync.Mutex
+	arrived, logins, loginsAtFirstSend := 0, 0, -1
+	srv.SetHook(func(hd wire.RequestHeader, req wire.Request) ([]byte, bool) {
+		switch req.(type) {
+		case *wire.LoginRegister:
+			mu.Lock()
+			arrived++
+			n := arrived
+			mu.Unlock()
+			// The admin connection logs in first; actors' logins take
+			// longer the later they arrive.
+			time.Sleep(time.Duration(n-1) * 30 * time.Millisecond)
+			mu.Lock()
+			logins++
+			mu.Unlock()
+		case *wire.SendMessages:
+			mu.Lock()
+			if loginsAtFirstSend < 0 {
+				loginsAtFirstSend = logins
+			}
+			mu.Unlock()
+		}
+		return nil, false
+	})
+	p := tiny(PinnedProducer, srv.Addr())
+	p.Producers = 4
+	p.FollowActors()
+	res, _ := run(t, p)
+	mu.Lock()
+	defer mu.Unlock()
+	if loginsAtFirstSend != 1+p.Producers {
+		t.Fatalf("the first send came after %d of %d logins", loginsAtFirstSend, 1+p.Producers)
+	}
+	for _, a := range res.Report.Actors {
+		if a.Summary.TotalMessages != 50 {
+			t.Fatalf("actor #%d sent %d messages", a.ID, a.Summary.TotalMessages)
+		}
+	}
 }

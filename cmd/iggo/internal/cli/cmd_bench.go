@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/iggo/iggo/cmd/iggo/internal/bench"
 )
@@ -195,7 +197,7 @@ func (env *Env) benchParams(cmd *cobra.Command, kind bench.Kind, bf *benchFlags)
 		p.OutputDir = bf.outputDir
 	}
 	p.NoCharts, p.Identifier, p.Remark = bf.noCharts, bf.identifier, bf.remark
-	p.Command = "iggo " + strings.Join(env.args, " ")
+	p.Command = "iggo " + strings.Join(redactArgs(env.args, env.root.Flags(), cmd.Flags()), " ")
 
 	cfg, err := env.ClientConfig(false)
 	if err != nil {
@@ -205,21 +207,75 @@ func (env *Env) benchParams(cmd *cobra.Command, kind bench.Kind, bf *benchFlags)
 	if bf.serverAddress != "" {
 		p.Server.Address = bf.serverAddress
 	}
-	g := env.Global
 	switch {
 	case bf.token != "":
 		p.Server.Token, p.Server.Username, p.Server.Password = bf.token, "", ""
 	case bf.username != "":
 		p.Server.Username, p.Server.Password = bf.username, bf.password
-	case g.Token != "":
-		p.Server.Token, p.Server.Username, p.Server.Password = g.Token, "", ""
-	case g.Username != "":
-		p.Server.Username, p.Server.Password = g.Username, g.Password
-	case env.Getenv("IGGY_USERNAME") != "":
-		p.Server.Username, p.Server.Password = env.Getenv("IGGY_USERNAME"), env.Getenv("IGGY_PASSWORD")
+	default:
+		// The CLI's own credentials (flags, login session, context,
+		// IGGY_USERNAME); without any the defaults (iggy/iggy) stay.
+		cr, err := env.credentials()
+		var ue *UsageError
+		switch {
+		case errors.As(err, &ue) && ue.Msg == "no credentials":
+		case err != nil:
+			return p, err
+		case cr.token != "":
+			p.Server.Token, p.Server.Username, p.Server.Password = cr.token, "", ""
+		default:
+			p.Server.Username, p.Server.Password = cr.user, cr.pass
+		}
 	}
 	if err := p.Validate(); err != nil {
 		return p, usage(fmt.Errorf("%s: %w", kind, err))
 	}
 	return p, nil
+}
+
+// secretFlags are the flags whose values a report must not record.
+var secretFlags = map[string]bool{"password": true, "token": true}
+
+// redactArgs returns args with the values of password and token flags
+// replaced by "******". Flags before the first positional argument are
+// the global ones (root); later ones belong to the command (cmd), where
+// -p and -t mean producers and sampling time.
+func redactArgs(args []string, root, cmd *pflag.FlagSet) []string {
+	out := append([]string(nil), args...)
+	fs := root
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			fs = cmd
+			continue
+		}
+		var f *pflag.Flag
+		inline := false
+		if name, ok := strings.CutPrefix(a, "--"); ok {
+			name, _, inline = strings.Cut(name, "=")
+			f = fs.Lookup(name)
+		} else {
+			f = fs.ShorthandLookup(a[1:2])
+			inline = len(a) > 2
+		}
+		if f == nil || f.NoOptDefVal != "" {
+			continue // unknown or boolean: no separate value
+		}
+		switch {
+		case secretFlags[f.Name] && inline && strings.HasPrefix(a, "--"):
+			out[i] = a[:strings.Index(a, "=")+1] + "******"
+		case secretFlags[f.Name] && inline:
+			out[i] = a[:2] + "******"
+		case inline:
+		case i+1 < len(out):
+			if secretFlags[f.Name] {
+				out[i+1] = "******"
+			}
+			i++
+		}
+	}
+	return out
 }

@@ -435,7 +435,7 @@ func (env *Env) flushCmd() *cobra.Command {
 			env.Statusf("Executing flush messages of partition %d of topic with ID: %s and stream with ID: %s", pid, idText(tid), idText(sid))
 			return env.withClient(cmd.Context(), func(c *client.Client) error {
 				if err := c.FlushUnsavedBuffer(cmd.Context(), sid, tid, pid, fsync); err != nil {
-					return Subject{Stream: idText(sid), Topic: idText(tid), Partition: fmt.Sprint(pid)}.Wrap(err)
+					return Subject{Stream: idText(sid), Topic: idText(tid), Partition: fmt.Sprint(pid), Flush: true}.Wrap(err)
 				}
 				env.Statusf("Flushed messages of partition %d of topic with ID: %s and stream with ID: %s", pid, idText(tid), idText(sid))
 				return nil

@@ -190,6 +190,16 @@ func optionsText(o wire.Options) string {
 	return strings.Join(parts, "\n")
 }
 
+// sentOptions names what a request's options block held, as the user gave
+// it ("segment_size=abc, durability=persisted"), for error messages.
+func sentOptions(o wire.Options) string {
+	parts := make([]string, 0, len(o))
+	for _, e := range o {
+		parts = append(parts, string(e.Key.Value)+"="+HeaderValueText(e.Value))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func optionValueText(key string, v wire.HeaderValue) string {
 	if v.Kind == wire.KindUint64 {
 		n, _ := v.AsUint64()
@@ -290,7 +300,7 @@ Further settings ride --set KEY=VALUE (see "iggo options topic").`,
 			return env.withClient(cmd.Context(), func(c *client.Client) error {
 				td, err := c.CreateTopic(cmd.Context(), wire.CreateTopic{StreamID: sid, PartitionsCount: parts, Name: name, Options: opts})
 				if err != nil {
-					return Subject{Stream: idText(sid), Topic: "'" + name + "'", Option: "topic"}.Wrap(err)
+					return Subject{Stream: idText(sid), Topic: "'" + name + "'", Option: "topic", Sent: sentOptions(opts)}.Wrap(err)
 				}
 				env.Statusf("Topic with name: %s, ID: %d and %d partitions created in stream with ID: %s", td.Name, td.ID, td.PartitionsCount, idText(sid))
 				return nil
@@ -325,7 +335,7 @@ Further settings ride --set KEY=VALUE (see "iggo options topic").`,
 			env.Statusf("Executing update topic with ID: %s in stream with ID: %s", idText(tid), idText(sid))
 			return env.withClient(cmd.Context(), func(c *client.Client) error {
 				if err := c.UpdateTopic(cmd.Context(), wire.UpdateTopic{StreamID: sid, TopicID: tid, Name: args[2], Options: opts}); err != nil {
-					return Subject{Stream: idText(sid), Topic: idText(tid), Option: "topic"}.Wrap(err)
+					return Subject{Stream: idText(sid), Topic: idText(tid), Option: "topic", Sent: sentOptions(opts)}.Wrap(err)
 				}
 				env.Statusf("Topic with ID: %s in stream with ID: %s updated", idText(tid), idText(sid))
 				return nil

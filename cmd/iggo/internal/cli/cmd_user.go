@@ -345,6 +345,11 @@ directory instead, for use with -n NAME.`,
 					return nil
 				}
 				env.Statusf("Personal access token with name: %s created", name)
+				if env.Global.Quiet {
+					// Only the token, for TOKEN=$(iggo -q pat create ...).
+					_, err = fmt.Fprintln(env.Out, tok)
+					return err
+				}
 				_, err = fmt.Fprintf(env.Out, "Token: %s\n", tok)
 				return err
 			})

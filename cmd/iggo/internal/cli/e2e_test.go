@@ -89,10 +89,10 @@ func TestServerErrorsAreFriendly(t *testing.T) {
 	h.fails(ExitServer, []string{"topic 'x' not found in stream 'prod'", "`iggo topic list prod`"}, "topic", "get", "prod", "x")
 	h.ok("topic", "create", "prod", "t", "1", "none")
 	h.fails(ExitServer, []string{"partition 7 not found in topic 't' in stream 'prod'"}, "message", "send", "prod", "t", "-p", "7", "hi")
-	h.fails(ExitServer, []string{"invalid topic option", "`iggo options topic`"}, "topic", "create", "prod", "u", "1", "none", "--set", "bogus=1")
+	h.fails(ExitServer, []string{"unsupported topic option key among compression_algorithm=none, bogus=1", "`iggo options topic`"}, "topic", "create", "prod", "u", "1", "none", "--set", "bogus=1")
 	h.fails(ExitServer, []string{"consumer group 'g' not found in topic 't' in stream 'prod'"}, "consumer-group", "get", "prod", "t", "g")
 	h.fails(ExitServer, []string{"user 'bob' not found", "`iggo user list`"}, "user", "delete", "bob")
-	h.fails(ExitServer, []string{"the server does not support this command", "Iggy error 5 FeatureUnavailable"}, "message", "flush", "prod", "t", "0")
+	h.fails(ExitServer, []string{"the server does not flush on request", "Iggy error 5 FeatureUnavailable", "durability"}, "message", "flush", "prod", "t", "0")
 	// Server denials injected by a hook map the same way.
 	h.srv.SetHook(func(hd wire.RequestHeader, req wire.Request) ([]byte, bool) {
 		if _, ok := req.(*wire.GetStreams); ok {

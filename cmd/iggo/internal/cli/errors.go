@@ -52,7 +52,11 @@ type Subject struct {
 	Stream, Topic, Group, User, Consumer, Token, Client string
 	Partition                                           string
 	Offset                                              string
-	Option                                              string
+	// Option is what an options block belonged to ("topic"); Sent lists
+	// the options the command sent, for naming them when one is refused.
+	Option, Sent string
+	// Flush marks `message flush`, whose refusal has its own explanation.
+	Flush bool
 }
 
 // subjectError carries a server or connection error with its subject.
@@ -121,14 +125,19 @@ func Describe(err error) (string, int) {
 		msg, hint := phrase(said, sub)
 		return join(msg+" "+codeText(code)+" [session ended: "+ev.Reason.String()+"]", hint), ExitServer
 	}
+	var fe *wire.FieldError
+	if errors.As(err, &fe) && fe.Offset < 0 && strings.HasSuffix(fe.Struct, " request") {
+		// The client refused to encode the request: nothing was sent, and
+		// the cause is an argument.
+		return fmt.Sprintf("invalid %s: %s; the request was not sent", strings.ReplaceAll(fe.Field, "_", " "), fe.Reason), ExitUsage
+	}
 	if code, ok := wire.CodeOf(err); ok {
 		switch code {
 		case wire.CodeDisconnected, wire.CodeCannotEstablishConnection, wire.CodeNotConnected, wire.CodeConnectionClosed:
 			return join(err.Error(), "check that the server is running and reachable (--tcp-server-address)"), ExitConnection
 		}
 		msg, hint := phrase(code, sub)
-		var fe *wire.FieldError
-		if errors.As(err, &fe) {
+		if fe != nil {
 			msg += ": " + fe.Error()
 		}
 		return join(msg+" "+codeText(code), hint), ExitServer
@@ -196,6 +205,12 @@ func phrase(code wire.Code, sub Subject) (string, string) {
 	case wire.CodeConsumerGroupMemberNotFound:
 		return "this client is not a member of consumer group " + q(sub.Group), "join the group before polling as a member"
 	case wire.CodeConsumerGroupPartitionNotOwned:
+		if sub.Consumer != "" && sub.Group != "" {
+			// consumer-offset set/delete -k consumer-group: the server lets
+			// only the member owning the partition move the group's offset.
+			return "only a member of consumer group " + q(sub.Group) + "that owns partition " + sub.Partition + " may store or delete the group's offset there",
+				"the CLI is not a member; the group's consumers commit offsets as they poll (see them with `iggo consumer-offset get -k consumer-group`)"
+		}
 		return "the partition is not assigned to this group member", "poll without a partition to let the group assign one"
 	case wire.CodeConsumerOffsetNotFound:
 		return "no offset stored for consumer " + q(sub.Consumer) + "on partition " + sub.Partition + inTopic, "store one with `iggo consumer-offset set`"
@@ -238,17 +253,35 @@ func phrase(code wire.Code, sub Subject) (string, string) {
 	case wire.CodeTooManyPartitions, wire.CodeInvalidPartitionsCount:
 		return "invalid partition count", "a request may create or delete 1 to 1000 partitions, and no more than the topic has"
 	case wire.CodeUnsupportedOptionKey, wire.CodeInvalidOptionValue, wire.CodeOptionsBlockTooLarge:
-		return "invalid " + q(sub.Option) + "option", "list the options the server accepts with `iggo options topic`"
-	case wire.CodeFeatureUnavailable:
-		return "the server does not support this command", ""
+		what := "invalid " + q(sub.Option) + "option"
+		switch code {
+		case wire.CodeUnsupportedOptionKey:
+			what = "unsupported " + q(sub.Option) + "option key"
+		case wire.CodeInvalidOptionValue:
+			what = "invalid " + q(sub.Option) + "option value"
+		}
+		if sub.Sent != "" {
+			what += " among " + sub.Sent
+		}
+		return what, "list the options the server accepts, their kinds and ranges with `iggo options " + orDash(sub.Option, "topic") + "`"
 	case wire.CodeTransientNotCommitted, wire.CodeTransientNotAccepted:
 		return "the cluster could not commit the request in time", "retry; if it persists check the cluster with `iggo cluster metadata`"
 	case wire.CodeIncompatibleProtocolVersion:
 		return "the server speaks another protocol version", "use an iggo CLI matching the server (protocol " + wire.CurrentProtocol.String() + ")"
 	case wire.CodeTopicFull:
 		return "the topic is full", "raise its max size with `iggo topic update` or let retention delete old segments"
-	case wire.CodeInvalidUsername, wire.CodeInvalidPassword, wire.CodeInvalidStreamName, wire.CodeInvalidTopicName:
-		return "invalid name", "names are 1..255 bytes of UTF-8"
+	case wire.CodeInvalidUsername:
+		return "invalid username", "usernames are 3..50 bytes of UTF-8"
+	case wire.CodeInvalidPassword:
+		return "invalid password", "passwords are 3..100 bytes"
+	case wire.CodeInvalidStreamName, wire.CodeInvalidTopicName:
+		return "invalid name", "stream and topic names are 1..255 bytes of UTF-8"
+	case wire.CodeFeatureUnavailable:
+		if sub.Flush {
+			return "the server does not flush on request", "servers speaking protocol 0.11 (iggo, Iggy 0.9) answer every flush with FeatureUnavailable; " +
+				"a send is acknowledged only once it is as durable as its topic's durability option says (`iggo topic get`)"
+		}
+		return "the server does not support this command", ""
 	}
 	return strings.ToLower(spaceCamel(code.Name())), ""
 }

@@ -382,3 +382,26 @@ func FuzzParseHeader(f *testing.F) {
 		_ = HeaderValueText(e.Value)
 	})
 }
+
+func TestRedactArgs(t *testing.T) {
+	env := &Env{IO: IO{Getenv: func(string) string { return "" }}}
+	root := env.newRoot(nil)
+	pp, _, err := root.Find([]string{"bench", "pp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ in, want string }{
+		{"-u iggy -p secret bench pp -p 4 -t 10ms", "-u iggy -p ****** bench pp -p 4 -t 10ms"},
+		{"--password=secret --token tok -q bench pp", "--password=****** --token ****** -q bench pp"},
+		{"-psecret -tTOK bench pp", "-p****** -t****** bench pp"},
+		{"bench pp --password secret --token=tok --username bob -p 2", "bench pp --password ****** --token=****** --username bob -p 2"},
+		{"-q -u iggy bench pp -m 1000", "-q -u iggy bench pp -m 1000"},
+		{"--tcp-tls-enabled -p x bench pp", "--tcp-tls-enabled -p ****** bench pp"},
+	}
+	for _, c := range cases {
+		got := strings.Join(redactArgs(strings.Fields(c.in), root.Flags(), pp.Flags()), " ")
+		if got != c.want {
+			t.Errorf("redactArgs(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

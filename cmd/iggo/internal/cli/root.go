@@ -164,7 +164,11 @@ func runWith(ctx context.Context, args []string, io IO, exts []Extension) int {
 	}
 	// Anything else comes from argument parsing.
 	msg, _ := Describe(&UsageError{Msg: err.Error()})
-	fmt.Fprintf(io.Err, "error: %s\nRun 'iggo %s --help' for usage.\n", msg, commandPath(root, args))
+	help := "iggo --help"
+	if path := commandPath(root, args); path != "" {
+		help = "iggo " + path + " --help"
+	}
+	fmt.Fprintf(io.Err, "error: %s\nRun '%s' for usage.\n", msg, help)
 	return ExitUsage
 }
 

@@ -281,6 +281,18 @@ func (c *conn) handle(h wire.RequestHeader, body []byte) []byte {
 	s := c.s
 	switch h.Operation {
 	case wire.OpRegister:
+		s.mu.Lock()
+		hook := s.hook
+		s.mu.Unlock()
+		if hook != nil {
+			// Logins reach the hook too (decoded when they decode), so
+			// tests can delay or refuse them.
+			if req, err := wire.DecodeRequestBody(h.Code, body); err == nil {
+				if reply, handled := hook(h, req); handled {
+					return reply
+				}
+			}
+		}
 		return c.register(h, body)
 	case wire.OpLogout:
 		s.mu.Lock()
