@@ -157,6 +157,10 @@ func (r *Replica) tickPrimary() {
 	r.abdicated = heardFrom < r.qRep
 	if r.abdicated && !was {
 		r.voteViewChange(max(r.view+1, r.svcView))
+	} else if !r.abdicated && was && r.campaigning {
+		// It hears a quorum again: it no longer wants a new view.
+		r.campaigning = false
+		r.svcFrom[r.self] = 0
 	}
 	r.campaignTick()
 	if r.t.commit.tick() {

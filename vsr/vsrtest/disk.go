@@ -162,6 +162,22 @@ func (d *Disk) Crash(rng *vsr.PRNG) {
 	d.ghosts = nil
 }
 
+// CrashUndoingTruncate crashes like Crash but always undoes a truncate that
+// no later append made durable (the entries it removed come back).
+func (d *Disk) CrashUndoingTruncate() {
+	ghosts, above := d.ghosts, d.ghostAbove
+	d.Crash(nil)
+	if len(ghosts) > 0 {
+		kept := d.Journal[:0]
+		for _, e := range d.Journal {
+			if e.Op <= above {
+				kept = append(kept, e)
+			}
+		}
+		d.Journal = append(kept, ghosts...)
+	}
+}
+
 // Wipe empties the disk (a replaced drive, or iggo-server --fresh).
 func (d *Disk) Wipe() { *d = *NewDisk() }
 

@@ -51,8 +51,10 @@ type Node struct {
 
 	Latency Latency
 	Rand    *vsr.PRNG
-	// HoldIO keeps every completion pending until ReleaseIO.
-	HoldIO bool
+	// HoldIO keeps every completion pending until ReleaseIO; HoldAppends
+	// only journal appends.
+	HoldIO      bool
+	HoldAppends bool
 	// Trace receives one line per output when set.
 	Trace func(line string)
 	// OnApply is installed on every KV this node builds.
@@ -132,6 +134,17 @@ func (n *Node) Crash() {
 	n.tracef("crash")
 }
 
+// CrashUndoingTruncate crashes the replica so that a truncate it issued last
+// does not survive (see Disk.CrashUndoingTruncate).
+func (n *Node) CrashUndoingTruncate() {
+	if !n.Up {
+		return
+	}
+	n.Disk.CrashUndoingTruncate()
+	n.R, n.SM, n.ios, n.Up = nil, nil, nil, false
+	n.tracef("crash (truncate undone)")
+}
+
 // Tick advances the node's clock and the replica's.
 func (n *Node) Tick() {
 	n.Now++
@@ -162,13 +175,13 @@ func (n *Node) Submit(req vsr.Request) {
 
 // ReleaseIO completes every pending I/O now.
 func (n *Node) ReleaseIO() {
-	hold := n.HoldIO
-	n.HoldIO = false
+	hold, holdAppends := n.HoldIO, n.HoldAppends
+	n.HoldIO, n.HoldAppends = false, false
 	for i := range n.ios {
 		n.ios[i].due = 0
 	}
 	n.Drain()
-	n.HoldIO = hold
+	n.HoldIO, n.HoldAppends = hold, holdAppends
 }
 
 // Drain runs Ready until the replica is quiet, completing due I/O.
@@ -240,7 +253,11 @@ func (n *Node) handle(rd vsr.Ready) {
 		n.Out = append(n.Out, e)
 	}
 	for _, rp := range rd.Replies {
-		n.tracef("reply token=%d op=%d status=%s body=%x", rp.Token, rp.Op, rp.Status, rp.Body)
+		if rp.Eviction != vsr.EvictNone {
+			n.tracef("reply token=%d status=%s reason=%d", rp.Token, rp.Status, rp.Eviction)
+		} else {
+			n.tracef("reply token=%d op=%d status=%s body=%x", rp.Token, rp.Op, rp.Status, rp.Body)
+		}
 		n.Replies = append(n.Replies, rp)
 	}
 	if c := rd.Checkpoint; c != nil {
@@ -277,7 +294,7 @@ func (n *Node) completeDue() bool {
 		return false
 	}
 	for i, io := range n.ios {
-		if io.due > n.Now {
+		if io.due > n.Now || (n.HoldAppends && io.kind == ioAppend) {
 			continue
 		}
 		n.ios = append(n.ios[:i], n.ios[i+1:]...)
