@@ -439,10 +439,11 @@ func (r *Replica) commitCheck() {
 	if r.solo() {
 		c = r.durableHead
 	} else {
-		vals := slices.Clone(r.acked)
+		vals := append(r.scratch[:0], r.acked...)
 		slices.Sort(vals)
 		slices.Reverse(vals)
 		c = vals[r.qRep-1]
+		r.scratch = vals
 		if mutationCommitWithoutQuorum() {
 			c = vals[0]
 		}

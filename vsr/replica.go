@@ -87,6 +87,7 @@ type Replica struct {
 	inflightViewSeq uint64
 	durableViewSeq  uint64
 	held            []Envelope
+	heldDropped     uint64
 
 	ring         []slot
 	op           uint64 // highest op with a known canonical header
@@ -124,6 +125,7 @@ type Replica struct {
 
 	// Primary state.
 	queue     []Request
+	scratch   []uint64
 	acked     []uint64 // per replica: highest op acknowledged in this view
 	heard     []uint64 // per replica: tick of the last message in this view
 	heartbeat uint64
@@ -234,6 +236,9 @@ type Info struct {
 	JournalHead uint64
 	DurableHead uint64
 	Incarnation uint64
+	// HeldDropped counts messages dropped because too many waited for a
+	// state write (a wedged superblock).
+	HeldDropped uint64
 }
 
 // Info returns the replica's current position.
@@ -252,6 +257,7 @@ func (r *Replica) Info() Info {
 		JournalHead: r.journalHead,
 		DurableHead: r.durableHead,
 		Incarnation: r.incarnation,
+		HeldDropped: r.heldDropped,
 	}
 }
 
@@ -409,6 +415,10 @@ func (r *Replica) releaseHeld() {
 	r.held = r.held[:0]
 }
 
+// heldMax bounds the messages kept back while a view change is not yet
+// durable.
+const heldMax = 4096
+
 // send queues a message. Messages wait while a state write is pending, so no
 // message of a view leaves before the view is durable.
 func (r *Replica) send(to int, m Message) {
@@ -417,6 +427,13 @@ func (r *Replica) send(to int, m Message) {
 	}
 	e := Envelope{To: uint8(to), Message: m}
 	if !r.viewSettled() {
+		if len(r.held) >= heldMax {
+			// A state write that does not finish would otherwise let held
+			// messages grow without bound; every replica-plane message is
+			// retransmitted by a timer, so dropping one only delays.
+			r.heldDropped++
+			return
+		}
 		r.held = append(r.held, e)
 		return
 	}
