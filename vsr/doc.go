@@ -104,8 +104,9 @@
 //
 // # View change
 //
-// A backup that hears no Commit heartbeat for HeartbeatTimeout campaigns for
-// the next view (StartViewChange). A replica moves to view change status only
+// A backup that hears neither a Commit heartbeat nor a new prepare for
+// HeartbeatTimeout campaigns for the next view (StartViewChange); votes
+// expire after four ViewChangeRetransmitIntervals unless repeated. A replica moves to view change status only
 // when a view-change quorum campaigns for the same view, so a replica cut off
 // in one direction cannot depose a healthy primary; a primary that no longer
 // hears a replication quorum stops its heartbeats so the others elect a new
@@ -123,7 +124,10 @@
 // log_view and suffix, fetches the bodies it lacks, and only when its journal
 // holds the whole log durably sends StartView and resumes; the uncommitted
 // suffix is acknowledged again in the new view. A view change that takes
-// longer than ViewChangeStatusTimeout moves on to the next view.
+// longer than ViewChangeStatusTimeout moves on to the next view. A replica
+// that entered a view change says so in its StartViewChange ("entered"); the
+// others follow it at once, so a replica that entered a view on a quorum that
+// later dissolved is never left alone in it.
 //
 // # Restarts, repair, state transfer
 //
@@ -152,8 +156,10 @@
 // Every CheckpointInterval applied ops the replica asks the node for a
 // checkpoint; once the state record naming it is durable, the journal may
 // drop ops more than JournalSlots/2 below it. The replica keeps headers of the
-// last JournalSlots ops in memory and never runs more than JournalSlots ops
-// ahead of its checkpoint.
+// last JournalSlots ops in memory and never takes an op more than
+// JournalSlots − 1 above its checkpoint or above its last completed append,
+// so a restart can replay from the checkpoint and every pending completion
+// finds its op.
 //
 // # Client sessions
 //
