@@ -109,6 +109,7 @@ var regressionSeeds = []struct {
 	{2087, "adopted view headers that did not fit the window were forgotten"},
 	{4299, "an op still being appended was evicted from the window (regress_window_eviction)"},
 	{5627, "a recovering_head replica in a higher view was stranded"},
+	{101708, "a state transfer overtaken by journal repair installed an older checkpoint (commit went back)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
