@@ -214,7 +214,8 @@ type ArtifactRead struct {
 // ArtifactWrite hands the node received bytes of an artifact of a checkpoint
 // being installed by state transfer. The node answers with
 // ArtifactWriteDone(Token, err). Writes of one artifact arrive in offset
-// order.
+// order; a write at offset 0 starts the artifact over (a transfer that was
+// restarted, possibly from another peer with the same checkpoint).
 type ArtifactWrite struct {
 	Token      uint64
 	Checkpoint uint64

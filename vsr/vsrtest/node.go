@@ -276,6 +276,9 @@ func (n *Node) handle(rd vsr.Ready) {
 			n.Disk.staging[a.Checkpoint] = st
 		}
 		buf := st[a.Artifact]
+		if a.Offset == 0 {
+			buf = buf[:0] // a restarted transfer starts the artifact over
+		}
 		if uint64(len(buf)) != a.Offset {
 			panic(fmt.Sprintf("vsrtest: artifact write at %d, staged %d", a.Offset, len(buf)))
 		}
