@@ -70,6 +70,7 @@ func (r *Replica) boot(b Boot) error {
 		r.markView()
 		r.enterNormalPrimary()
 	case uncertain || b.Rejoin || s.HeadPending:
+		r.rejoining = s.Rejoining
 		r.fenced = true
 		r.fence = r.view
 		r.markView()
@@ -106,6 +107,7 @@ func (r *Replica) bootFresh(b Boot) error {
 	r.markView()
 	if b.Rejoin && !r.solo() {
 		r.fenced = true
+		r.rejoining = true
 		r.status = statusRecoveringHead
 		r.t.rsv.start(r, 1)
 		return nil

@@ -141,7 +141,11 @@
 // its log — a corrupt journal entry above what it knows committed, a journal
 // tail that may have been synced, or a wiped disk (Boot.Rejoin) — becomes
 // recovering_head: it does not vote until a StartView re-anchors it, and stays
-// fenced (sends no nacks) for that view. A solo replica commits everything it
+// fenced (sends no nacks) for that view. A replica whose disk was wiped has
+// also forgotten which views it took part in, so before adopting a StartView
+// it learns the views of n − replication + 1 other replicas (a set that meets
+// every replication quorum even without it) and accepts no view older than
+// theirs: a primary deposed while cut off cannot lead it back. A solo replica commits everything it
 // journaled and moves to a new view on every boot.
 //
 // Missing or corrupt prepares are fetched from peers (RequestPrepares), and
@@ -266,7 +270,10 @@
 // commit; 104 u64 op; 112 u64 nonce (echoed incarnation, 0 when unsolicited);
 // 120 u64 checkpoint; 128 u64 highest timestamp.
 //
-// RequestStartView (7): 80 u64 nonce (the requester's incarnation).
+// RequestStartView (7): 80 u64 nonce (the requester's incarnation); 88 u32
+// flags: bit 0 "rejoin" (the requester lost its disk: every replica answers
+// with a report), bit 1 "report" (an answer to a rejoining replica; the
+// header's view is the sender's current view).
 //
 // RequestPrepares (8): 80 u64 nonce; 88 u64 from (≥ 1); 96 u64 to (≥ from).
 // Answered with Prepare frames.

@@ -137,7 +137,7 @@ func validateCommand(m Message) error {
 			return err
 		}
 	case CmdRequestStartView:
-		if len(m.Body) != 0 || !allZero(h[88:]) {
+		if len(m.Body) != 0 || !allZero(h[92:]) || h.u32(offRangeLo)&^(rsvRejoin|rsvReport) != 0 {
 			return malformed("request_start_view: body or reserved bytes")
 		}
 	case CmdRequestPrepares:

@@ -140,6 +140,11 @@ type Replica struct {
 	campaigning  bool // this replica wants a new view (its vote follows the highest target)
 
 	probes int
+	// rejoining: the disk was wiped; before adopting a view the replica
+	// learns the views of n − replication + 1 other replicas (viewOf), so a
+	// stale primary cannot lead it back into a view the group left.
+	rejoining bool
+	viewOf    []int64
 
 	rep        repairState
 	xfer       *transferState
@@ -201,8 +206,12 @@ func New(cfg Config, sm StateMachine, boot Boot) (*Replica, error) {
 		svcFrom:     make([]uint64, n),
 		dvcs:        make([]*dvcVote, n),
 		serve:       make([]serveState, n),
+		viewOf:      make([]int64, n),
 	}
 	r.qRep, r.qVC, r.qNack = quorums(n)
+	for i := range r.viewOf {
+		r.viewOf[i] = -1
+	}
 	r.offset = PrimaryOffset(cfg.Group, cfg.ReplicaCount)
 	if h, ok := sm.(PrepareHook); ok {
 		r.hook = h
@@ -351,6 +360,7 @@ func (r *Replica) currentState() *State {
 		LogView:      r.logView,
 		Fenced:       r.fenced,
 		HeadPending:  r.status == statusRecoveringHead,
+		Rejoining:    r.rejoining,
 		FenceView:    r.fence,
 		Commit:       r.vhCommit,
 		CommitID:     r.vhCommitID,

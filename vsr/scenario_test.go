@@ -36,7 +36,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	                                               undo-truncate loses a truncate no append made durable
 //	load R N                                       N puts through R with full delivery, summary only
 //	corrupt R OP                                   damage a durable journal entry of R
-//	cut A B / heal                                 drop frames from A to B / drop no frames
+//	cut A B / uncut A B / heal                     drop frames from A to B / stop / drop no frames
 //	status                                         one line per replica
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
@@ -263,6 +263,8 @@ func (d *driver) exec(line string) {
 		}
 	case "cut":
 		d.c.Cut[d.atoi(pos[0])][d.atoi(pos[1])] = true
+	case "uncut":
+		d.c.Cut[d.atoi(pos[0])][d.atoi(pos[1])] = false
 	case "heal":
 		for i := range d.c.Cut {
 			clear(d.c.Cut[i])

@@ -30,6 +30,9 @@ type State struct {
 	// HeadPending: the replica cannot vouch for its log (recovering_head)
 	// and must not vote until a StartView re-anchors it.
 	HeadPending bool
+	// Rejoining: the replica lost its disk and has not yet learned, from
+	// enough peers, which view the group is in (see Boot.Rejoin).
+	Rejoining bool
 	// Commit is a committed op and CommitID its identity (the anchor of the
 	// view headers).
 	Commit   uint64
@@ -55,7 +58,7 @@ const (
 //
 //	0   u32  magic "IGVS"
 //	4   u16  version (1)
-//	6   u16  flags (bit 0: fenced, bit 1: head pending)
+//	6   u16  flags (bit 0: fenced, bit 1: head pending, bit 2: rejoining)
 //	8   [16] cluster
 //	24  u64  group
 //	32  u8   replica
@@ -87,6 +90,9 @@ func EncodeState(s *State) []byte {
 	}
 	if s.HeadPending {
 		flags |= 2
+	}
+	if s.Rejoining {
+		flags |= 4
 	}
 	le.PutUint16(b[6:], flags)
 	copy(b[8:24], s.Cluster[:])
@@ -128,7 +134,7 @@ func DecodeState(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: state record magic/version", ErrMalformed)
 	}
 	flags := le.Uint16(b[6:])
-	if flags > 3 || !allZero(b[34:36]) || !allZero(b[116:120]) {
+	if flags > 7 || !allZero(b[34:36]) || !allZero(b[116:120]) {
 		return nil, fmt.Errorf("%w: state record reserved bits", ErrMalformed)
 	}
 	s := &State{
@@ -139,6 +145,7 @@ func DecodeState(b []byte) (*State, error) {
 		LogView:      le.Uint32(b[40:]),
 		Fenced:       flags&1 != 0,
 		HeadPending:  flags&2 != 0,
+		Rejoining:    flags&4 != 0,
 		FenceView:    le.Uint32(b[44:]),
 		Commit:       le.Uint64(b[48:]),
 		Checkpoint:   le.Uint64(b[72:]),
@@ -157,7 +164,7 @@ func DecodeState(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: state record replica %d of %d", ErrMalformed, s.Replica, s.ReplicaCount)
 	}
 	if s.LogView > s.View || (s.Fenced && s.FenceView > s.View) || (!s.Fenced && s.FenceView != 0) ||
-		(s.HeadPending && !s.Fenced) {
+		(s.HeadPending && !s.Fenced) || (s.Rejoining && !s.HeadPending) {
 		return nil, fmt.Errorf("%w: state record views %d/%d/%d", ErrMalformed, s.View, s.LogView, s.FenceView)
 	}
 	if s.Commit == 0 && !s.CommitID.IsZero() || s.Checkpoint == 0 && !s.CheckpointID.IsZero() {

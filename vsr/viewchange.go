@@ -591,6 +591,15 @@ func (r *Replica) onStartView(from int, m Message) {
 			return // a start view from before this boot: wait for our probe's answer
 		}
 	}
+	if r.rejoining {
+		if int64(v) > r.viewOf[from] {
+			r.viewOf[from] = int64(v)
+		}
+		if !r.rejoinViewKnown(v) {
+			return
+		}
+		r.rejoining = false
+	}
 	n := len(m.Body) / HeaderSize
 	headers := make([]Header, n)
 	for i := 0; i < n; i++ {
@@ -625,16 +634,57 @@ func (r *Replica) refreshFromStartView(m Message) {
 	r.ackDirty = true
 }
 
+// RequestStartView flags (offset 88).
+const (
+	// rsvRejoin: the sender lost its disk and asks everyone for their view.
+	rsvRejoin = 1
+	// rsvReport: an answer to a rejoining replica; the header's view is the
+	// sender's current view.
+	rsvReport = 2
+)
+
 func (r *Replica) rsvMessage() Message {
 	h := r.newHeader(CmdRequestStartView)
 	h.put64(offNonce, r.incarnation)
+	if r.rejoining {
+		h.put32(offRangeLo, rsvRejoin)
+	}
 	return r.finish(h, nil)
 }
 
 func (r *Replica) onRequestStartView(from int, h *Header) {
+	flags := h.u32(offRangeLo)
+	if flags&rsvReport != 0 {
+		if r.rejoining && int64(h.View()) > r.viewOf[from] {
+			r.viewOf[from] = int64(h.View())
+		}
+		return
+	}
 	if r.status == statusNormal && r.isPrimary() && h.View() <= r.view {
 		r.send(from, r.startViewMessage(h.nonce()))
 	}
+	if flags&rsvRejoin != 0 && !r.rejoining {
+		m := r.newHeader(CmdRequestStartView)
+		m.put64(offNonce, h.nonce())
+		m.put32(offRangeLo, rsvReport)
+		r.send(from, r.finish(m, nil))
+	}
+}
+
+// rejoinViewKnown reports whether a rejoining replica may adopt a StartView
+// of view v: it heard the views of n − replication + 1 other replicas, a set
+// that meets every replication quorum even without this replica, so the
+// newest view in which anything committed is among them, and v is not older
+// than any of them.
+func (r *Replica) rejoinViewKnown(v uint32) bool {
+	heard, newest := 0, int64(-1)
+	for i, w := range r.viewOf {
+		if i != r.self && w >= 0 {
+			heard++
+			newest = max(newest, w)
+		}
+	}
+	return heard >= r.n-r.qRep+1 && int64(v) >= newest
 }
 
 // probeNewerView asks the primary of a newer view for its StartView, at most

@@ -110,6 +110,8 @@ var regressionSeeds = []struct {
 	{4299, "an op still being appended was evicted from the window (regress_window_eviction)"},
 	{5627, "a recovering_head replica in a higher view was stranded"},
 	{101708, "a state transfer overtaken by journal repair installed an older checkpoint (commit went back)"},
+	{108437, "a restarted state transfer wrote artifact bytes after stale staged ones (harness)"},
+	{120227, "a wiped replica adopted a deposed primary's old view and voted an empty log (regress_rejoin_stale_primary)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
