@@ -128,6 +128,10 @@ const (
 	// at or above the last op the journal becomes empty and the next append is
 	// Op+1.
 	JournalDiscard
+	// JournalRewrite writes entry Op = Header ‖ Body over a corrupt copy of
+	// the same entry (the bytes it was first appended with), in place
+	// (package journal: Repair). Completion is reported with AppendDone.
+	JournalRewrite
 )
 
 func (k JournalOpKind) String() string {
@@ -138,6 +142,8 @@ func (k JournalOpKind) String() string {
 		return "truncate"
 	case JournalDiscard:
 		return "discard"
+	case JournalRewrite:
+		return "rewrite"
 	}
 	return fmt.Sprintf("journal_op(%d)", uint8(k))
 }

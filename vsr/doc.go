@@ -205,9 +205,13 @@
 //     after a whole-cluster power loss every replica would then wait for a
 //     StartView that nobody can send.
 //
-// Corrupt entries are repaired by fetching the prepare from a peer into
-// memory; the replica does not rewrite the journal in place, so a corrupt
-// entry found at boot above the committed prefix truncates the journal there.
+//   - Rewrite of one corrupt entry in place with a verified copy fetched from
+//     a peer (JournalRewrite, same bytes as first appended; completion through
+//     AppendDone).
+//
+// A corrupt entry found at boot above the committed prefix that was not
+// rewritten yet truncates the journal there (and makes the replica
+// recovering_head if acknowledged ops may be lost with it).
 //
 // # Replica-plane frames
 //

@@ -604,6 +604,11 @@ func (r *Replica) AppendDone(op uint64, id Checksum, err error) {
 		return
 	}
 	s := r.slotAt(op)
+	if s != nil && s.h.Identity() == id && s.j == jRewriting {
+		s.j = jDurable
+		r.maybeDropBody(s)
+		return
+	}
 	if s == nil || s.h.Identity() != id || s.j != jWriting {
 		return // truncated or superseded since it was issued
 	}
@@ -771,6 +776,7 @@ func (r *Replica) apply(s *slot) {
 // backup, so retransmission does not need a journal read.
 func (r *Replica) maybeDropBody(s *slot) {
 	if !s.hasBody || s.op > r.commitMin || (s.j != jDurable && s.j != jFaulty) {
+		// (A rewriting slot keeps its body until the rewrite completes.)
 		return
 	}
 	if r.isPrimary() && r.status == statusNormal && r.cachedBytes <= r.cfg.BodyCacheBytes && !r.allAcked(s.op) {

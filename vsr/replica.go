@@ -27,10 +27,11 @@ func (s status) String() string {
 type jstate uint8
 
 const (
-	jNone    jstate = iota // not in the journal
-	jWriting               // append issued, AppendDone not yet seen
-	jDurable               // appended and complete
-	jFaulty                // in the journal but unreadable; not a nack
+	jNone      jstate = iota // not in the journal
+	jWriting                 // append issued, AppendDone not yet seen
+	jDurable                 // appended and complete
+	jFaulty                  // in the journal but unreadable; not a nack
+	jRewriting               // faulty, a verified copy is being written over it; not a nack
 )
 
 // slot holds one op of the in-memory window of JournalSlots ops.
@@ -524,6 +525,14 @@ func (r *Replica) setBody(s *slot, body []byte) {
 	s.body = body
 	s.hasBody = true
 	r.cachedBytes += len(body)
+	if s.j == jFaulty {
+		// A verified copy of a corrupt entry: write it back over the damage
+		// so the journal holds a good copy again (and a restart need not
+		// truncate there).
+		s.j = jRewriting
+		r.journalOp(JournalOp{Kind: JournalRewrite, Op: s.op, Header: &s.h, Body: s.body,
+			Sync: r.cfg.Durability == Persisted})
+	}
 }
 
 func (r *Replica) dropBody(s *slot) {

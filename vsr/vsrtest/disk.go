@@ -13,7 +13,8 @@ type Entry struct {
 	// Durable: the append completed, so the entry survives a crash.
 	Durable bool
 	// Corrupt: the entry's bytes were damaged after they became durable.
-	Corrupt bool
+	Corrupt    bool
+	pendingFix bool
 }
 
 // Checkpoint is a durable checkpoint: its manifest and artifact bytes.
@@ -175,6 +176,21 @@ func (d *Disk) CrashUndoingTruncate() {
 			}
 		}
 		d.Journal = append(kept, ghosts...)
+	}
+}
+
+// rewrite replaces corrupt entry op with a verified copy; it becomes good
+// once durable (completeRewrite).
+func (d *Disk) rewrite(op uint64, frame []byte) {
+	if e := d.entry(op); e != nil {
+		e.Frame = frame
+		e.pendingFix = true
+	}
+}
+
+func (d *Disk) completeRewrite(op uint64) {
+	if e := d.entry(op); e != nil && e.pendingFix {
+		e.Corrupt, e.pendingFix = false, false
 	}
 }
 

@@ -16,6 +16,7 @@ const (
 	ioArtifactRead
 	ioArtifactWrite
 	ioInstall
+	ioRewrite
 )
 
 type pendingIO struct {
@@ -243,6 +244,13 @@ func (n *Node) handle(rd vsr.Ready) {
 		case vsr.JournalDiscard:
 			n.Disk.discard(j.Op)
 			n.tracef("journal discard <=%d", j.Op)
+		case vsr.JournalRewrite:
+			frame := make([]byte, vsr.HeaderSize+len(j.Body))
+			copy(frame, j.Header[:])
+			copy(frame[vsr.HeaderSize:], j.Body)
+			n.Disk.rewrite(j.Op, frame)
+			n.tracef("journal rewrite op=%d id=%s", j.Op, j.Header.Identity())
+			n.schedule(pendingIO{kind: ioRewrite, op: j.Op, id: j.Header.Identity()}, "append", false)
 		}
 	}
 	for _, rd := range rd.Reads {
@@ -317,6 +325,9 @@ func (n *Node) complete(io pendingIO) {
 		if e := n.Disk.entry(io.op); e != nil && (*vsr.Header)(e.Frame[:vsr.HeaderSize]).Identity() == io.id {
 			n.Disk.completeAppend(io.op)
 		}
+		n.R.AppendDone(io.op, io.id, nil)
+	case ioRewrite:
+		n.Disk.completeRewrite(io.op)
 		n.R.AppendDone(io.op, io.id, nil)
 	case ioRead:
 		frame, err := n.Disk.Read(io.op)
