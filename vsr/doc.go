@@ -203,8 +203,12 @@
 //     (and so acknowledged), drop it and set Boot.HeadUncertain. A journal
 //     that cannot tell must set HeadUncertain on every damaged tail: safe, but
 //     after a whole-cluster power loss every replica would then wait for a
-//     StartView that nobody can send.
-//
+//     StartView that nobody can send. Dropping a possibly acknowledged tail
+//     silently is not safe even on one replica: if that replica and the one
+//     other holder of a committed op are the ones to vote next, the op is
+//     lost. A journal can make every torn tail provable by completing an
+//     append (AppendDone) only once a durable record promises its sync: then
+//     damage no durable promise covers was never acknowledged.
 //   - Rewrite of one corrupt entry in place with a verified copy fetched from
 //     a peer (JournalRewrite, same bytes as first appended; completion through
 //     AppendDone).
