@@ -28,7 +28,7 @@ func (r *Replica) boot(b Boot) error {
 	}
 	r.durable = s
 	r.view, r.logView = s.View, s.LogView
-	r.fenced, r.fence = s.Fenced, s.FenceView
+	r.fenced, r.fenceOp = s.Fenced, s.FenceOp
 	r.vhCommit, r.vhCommitID = s.Commit, s.CommitID
 	r.vhHeaders = append([]Header(nil), s.Headers...)
 	r.checkpoint, r.checkpointID = s.Checkpoint, s.CheckpointID
@@ -72,7 +72,6 @@ func (r *Replica) boot(b Boot) error {
 	case uncertain || b.Rejoin || s.HeadPending:
 		r.rejoining = s.Rejoining
 		r.fenced = true
-		r.fence = r.view
 		r.markView()
 		r.status = statusRecoveringHead
 		r.t.rsv.start(r, 1)

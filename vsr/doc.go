@@ -141,7 +141,8 @@
 // its log — a corrupt journal entry above what it knows committed, a journal
 // tail that may have been synced, or a wiped disk (Boot.Rejoin) — becomes
 // recovering_head: it does not vote until a StartView re-anchors it, and stays
-// fenced (sends no nacks) for that view. A replica whose disk was wiped has
+// fenced: it never nacks an op up to the head of the log it adopted then,
+// since it may have acknowledged and forgotten any of them. A replica whose disk was wiped has
 // also forgotten which views it took part in, so before adopting a StartView
 // it learns the views of n − replication + 1 other replicas (a set that meets
 // every replication quorum even without it) and accepts no view older than
@@ -270,9 +271,10 @@
 // DoViewChange (5), body = headers of ops op, op−1, …, commit+1 (≤ PipelineMax),
 // each a normalized prepare header chained to the next and the last to the
 // commit identity: 80 [16] commit identity; 96 u64 commit; 104 u64 op;
-// 112 u32 log_view (< view); 116 u32 flags (bit 0: nackless); 120 u64
-// checkpoint; 128 [16] nack bits; 144 [16] present bits (bit i: body header
-// i); 160 u64 highest timestamp known.
+// 112 u32 log_view (< view); 116 [4] zero; 120 u64 checkpoint; 128 [16] nack
+// bits; 144 [16] present bits (bit i: body header i); 160 u64 highest
+// timestamp known; 168 u64 nack floor: the sender nacks no op at or below it
+// (a fenced replica; all ones: no op at all).
 //
 // StartView (6), body as DoViewChange: 80 [16] commit identity; 96 u64
 // commit; 104 u64 op; 112 u64 nonce (echoed incarnation, 0 when unsolicited);

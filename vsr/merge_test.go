@@ -71,10 +71,10 @@ func TestMergeDVCs(t *testing.T) {
 			[]*dvcVote{vote(0, 1, a, 2, 5, "000", "011"), vote(1, 1, a, 2, 5, "000", "011"),
 				vote(2, 1, a, 2, 5, "000", "011")},
 			mergeStuck, 0, 2},
-		{"a fenced (nackless) vote never counts as a nack",
+		{"a fenced vote never nacks ops up to its fence",
 			[]*dvcVote{vote(0, 1, a, 2, 5, "100", "011"), func() *dvcVote {
 				d := vote(1, 1, a, 2, 3, "0", "1")
-				d.nackless = true
+				d.nackFloor = 5
 				return d
 			}()},
 			mergeAwaiting, 0, 2},

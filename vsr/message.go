@@ -113,7 +113,7 @@ func validateCommand(m Message) error {
 			return malformed("start_view_change: body or reserved bytes")
 		}
 	case CmdDoViewChange:
-		if !allZero(h[168:]) || h.dvcFlags()&^dvcFlagNackless != 0 {
+		if !allZero(h[176:]) || h.dvcFlags() != 0 {
 			return malformed("do_view_change: reserved bytes")
 		}
 		if h.dvcLogView() >= h.View() {

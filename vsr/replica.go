@@ -68,7 +68,7 @@ type Replica struct {
 	view    uint32
 	logView uint32
 	fenced  bool
-	fence   uint32
+	fenceOp uint64 // a fenced replica never nacks ops ≤ fenceOp
 
 	// View headers of LogView (see State): kept current while normal is
 	// derived from the ring; frozen at the DoViewChange when leaving.
@@ -362,7 +362,7 @@ func (r *Replica) currentState() *State {
 		Fenced:       r.fenced,
 		HeadPending:  r.status == statusRecoveringHead,
 		Rejoining:    r.rejoining,
-		FenceView:    r.fence,
+		FenceOp:      r.fenceOp,
 		Commit:       r.vhCommit,
 		CommitID:     r.vhCommitID,
 		Headers:      append([]Header(nil), r.vhHeaders...),

@@ -15,7 +15,7 @@ type dvcVote struct {
 	headers   []Header // headers[i] is op (op - i)
 	nack      bitset128
 	present   bitset128
-	nackless  bool
+	nackFloor uint64 // the vote nacks no op at or below this (a fenced replica)
 	timestamp uint64
 }
 
@@ -28,8 +28,6 @@ func (d *dvcVote) header(op uint64) (*Header, int) {
 	return &d.headers[i], i
 }
 
-const dvcFlagNackless = 1
-
 func parseDVC(from int, m Message) *dvcVote {
 	h := m.Header
 	d := &dvcVote{
@@ -40,7 +38,7 @@ func parseDVC(from int, m Message) *dvcVote {
 		op:        h.ctlB(),
 		nack:      h.bits(offDVCNack),
 		present:   h.bits(offDVCPresent),
-		nackless:  h.dvcFlags()&dvcFlagNackless != 0,
+		nackFloor: h.u64(offDVCNackFloor),
 		timestamp: h.u64(offDVCTimestamp),
 	}
 	n := len(m.Body) / HeaderSize
@@ -228,7 +226,16 @@ func (r *Replica) windowAnchor() (uint64, Checksum) {
 // replica is not fenced). Faulty entries are neither.
 func (r *Replica) dvcMessage() Message {
 	h := r.newHeader(CmdDoViewChange)
-	nackless := r.fenced && r.logView <= r.fence
+	var floor uint64
+	if r.fenced {
+		// It may have acknowledged, and forgotten, any op up to the head of
+		// the log it adopted after losing its state (and, before it adopted
+		// one, anything at all).
+		floor = r.fenceOp
+		if r.status == statusRecoveringHead || floor == 0 {
+			floor = ^uint64(0)
+		}
+	}
 	var nack, present bitset128
 	body := make([]byte, len(r.vhHeaders)*HeaderSize)
 	for i := range r.vhHeaders {
@@ -239,7 +246,7 @@ func (r *Replica) dvcMessage() Message {
 		if same && (s.hasBody || s.j == jDurable) {
 			present.set(i)
 		}
-		if !nackless {
+		if vh.Op() > floor {
 			if !same || s.j == jNone || s.j == jWriting {
 				nack.set(i)
 			}
@@ -249,9 +256,7 @@ func (r *Replica) dvcMessage() Message {
 	h.put64(offCtlA, r.vhCommit)
 	h.put64(offCtlB, r.vhCommit+uint64(len(r.vhHeaders)))
 	h.put32(offCtlC, r.logView)
-	if nackless {
-		h.put32(offCtlC+4, dvcFlagNackless)
-	}
+	h.put64(offDVCNackFloor, floor)
 	h.put64(offCtlD, r.checkpoint)
 	h.putBits(offDVCNack, nack)
 	h.putBits(offDVCPresent, present)
@@ -384,7 +389,7 @@ func mergeDVCs(votes []*dvcVote, n, qNack int) mergeResult {
 		for _, v := range votes {
 			h, i := v.header(op)
 			if h == nil {
-				if v.op < op && !v.nackless {
+				if v.op < op && op > v.nackFloor {
 					nacks++ // its log ends below op: it never acknowledged op
 				}
 				continue
@@ -393,7 +398,7 @@ func mergeDVCs(votes []*dvcVote, n, qNack int) mergeResult {
 			if same && v.present.has(i) {
 				copies++
 			}
-			if !v.nackless && (v.nack.has(i) || !same) {
+			if op > v.nackFloor && (v.nack.has(i) || !same) {
 				nacks++
 			}
 		}
@@ -465,7 +470,7 @@ func (r *Replica) adoptLog(v uint32, a uint64, aid Checksum, headers []Header, t
 	r.noteCommit(a, aid, true)
 
 	if r.fenced && r.status == statusRecoveringHead {
-		r.fence = v
+		r.fenceOp = max(r.fenceOp, h)
 	}
 	r.view, r.logView = v, v
 	r.vhCommit, r.vhCommitID = a, aid

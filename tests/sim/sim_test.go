@@ -112,6 +112,7 @@ var regressionSeeds = []struct {
 	{101708, "a state transfer overtaken by journal repair installed an older checkpoint (commit went back)"},
 	{108437, "a restarted state transfer wrote artifact bytes after stale staged ones (harness)"},
 	{120227, "a wiped replica adopted a deposed primary's old view and voted an empty log (regress_rejoin_stale_primary)"},
+	{120604, "a wiped replica nacked, from a later log_view, an op it had acknowledged before the wipe (fence by op, not view)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
