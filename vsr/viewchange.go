@@ -182,9 +182,31 @@ func (r *Replica) refuseQueue() {
 // freezeViewHeaders records the suffix this replica vouches for in its
 // log_view: from the highest committed op whose identity it knows up to the
 // end of its contiguous canonical headers, at most PipelineMax headers.
+//
+// The suffix is the union of the ring and the view headers the replica
+// already vouches for in this log_view (the log it adopted): headers it could
+// not fit in its window when it adopted the log are still part of its log
+// and must stay in its DoViewChange, or a canonical vote would end too early
+// and drop committed ops above it.
 func (r *Replica) freezeViewHeaders() {
+	vhHead := r.vhCommit + uint64(len(r.vhHeaders))
+	header := func(op uint64) *Header {
+		if s := r.slotAt(op); s != nil {
+			return &s.h
+		}
+		if op > r.vhCommit && op <= vhHead {
+			return &r.vhHeaders[vhHead-op]
+		}
+		return nil
+	}
 	a, aid := r.windowAnchor()
-	head := r.contiguousFrom(a)
+	if r.vhCommit > a {
+		a, aid = r.vhCommit, r.vhCommitID // committed by definition of the view headers
+	}
+	head := a
+	for header(head+1) != nil {
+		head++
+	}
 	if head < r.journalHead {
 		panic(fmt.Sprintf("vsr: replica %d: journal head %d beyond contiguous headers %d (anchor %d)",
 			r.self, r.journalHead, head, a))
@@ -193,13 +215,17 @@ func (r *Replica) freezeViewHeaders() {
 		// Every op at least PipelineMax below a prepared op is committed: its
 		// primary had committed up to op - prepare_queue_depth.
 		a = head - PipelineMax
-		aid, _ = r.identityOf(a)
+		aid = header(a).Identity()
+	}
+	hs := make([]Header, 0, head-a)
+	for op := head; op > a; op-- {
+		hs = append(hs, *header(op))
+	}
+	if len(hs) > 0 && hs[len(hs)-1].Parent() != aid {
+		panic(fmt.Sprintf("vsr: replica %d: view headers above op %d do not chain to it", r.self, a))
 	}
 	r.vhCommit, r.vhCommitID = a, aid
-	r.vhHeaders = r.vhHeaders[:0]
-	for op := head; op > a; op-- {
-		r.vhHeaders = append(r.vhHeaders, r.slotAt(op).h)
-	}
+	r.vhHeaders = hs
 }
 
 // windowAnchor returns the highest committed op whose identity is known and
