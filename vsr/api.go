@@ -128,6 +128,10 @@ const (
 	// at or above the last op the journal becomes empty and the next append is
 	// Op+1.
 	JournalDiscard
+	// JournalRewrite writes entry Op = Header ‖ Body over a corrupt copy of
+	// the same entry (the bytes it was first appended with), in place
+	// (package journal: Repair). Completion is reported with AppendDone.
+	JournalRewrite
 )
 
 func (k JournalOpKind) String() string {
@@ -138,6 +142,8 @@ func (k JournalOpKind) String() string {
 		return "truncate"
 	case JournalDiscard:
 		return "discard"
+	case JournalRewrite:
+		return "rewrite"
 	}
 	return fmt.Sprintf("journal_op(%d)", uint8(k))
 }
@@ -214,7 +220,8 @@ type ArtifactRead struct {
 // ArtifactWrite hands the node received bytes of an artifact of a checkpoint
 // being installed by state transfer. The node answers with
 // ArtifactWriteDone(Token, err). Writes of one artifact arrive in offset
-// order.
+// order; a write at offset 0 starts the artifact over (a transfer that was
+// restarted, possibly from another peer with the same checkpoint).
 type ArtifactWrite struct {
 	Token      uint64
 	Checkpoint uint64

@@ -28,7 +28,7 @@ func (r *Replica) boot(b Boot) error {
 	}
 	r.durable = s
 	r.view, r.logView = s.View, s.LogView
-	r.fenced, r.fence = s.Fenced, s.FenceView
+	r.fenced, r.fenceOp = s.Fenced, s.FenceOp
 	r.vhCommit, r.vhCommitID = s.Commit, s.CommitID
 	r.vhHeaders = append([]Header(nil), s.Headers...)
 	r.checkpoint, r.checkpointID = s.Checkpoint, s.CheckpointID
@@ -70,8 +70,8 @@ func (r *Replica) boot(b Boot) error {
 		r.markView()
 		r.enterNormalPrimary()
 	case uncertain || b.Rejoin || s.HeadPending:
+		r.rejoining = s.Rejoining
 		r.fenced = true
-		r.fence = r.view
 		r.markView()
 		r.status = statusRecoveringHead
 		r.t.rsv.start(r, 1)
@@ -106,6 +106,7 @@ func (r *Replica) bootFresh(b Boot) error {
 	r.markView()
 	if b.Rejoin && !r.solo() {
 		r.fenced = true
+		r.rejoining = true
 		r.status = statusRecoveringHead
 		r.t.rsv.start(r, 1)
 		return nil

@@ -18,10 +18,15 @@ func DescribeControl(h *Header) string {
 		}
 		return ""
 	case CmdDoViewChange:
+		floor := ""
+		if f := h.u64(offDVCNackFloor); f == ^uint64(0) {
+			floor = " nacks=none"
+		} else if f != 0 {
+			floor = fmt.Sprintf(" nacks>%d", f)
+		}
 		return fmt.Sprintf("log_view=%d commit=%d op=%d nack=%s present=%s%s", h.dvcLogView(), h.ctlA(), h.ctlB(),
 			bitString(h.bits(offDVCNack), int(h.ctlB()-min(h.ctlA(), h.ctlB()))),
-			bitString(h.bits(offDVCPresent), int(h.ctlB()-min(h.ctlA(), h.ctlB()))),
-			map[bool]string{true: " nackless", false: ""}[h.dvcFlags()&dvcFlagNackless != 0])
+			bitString(h.bits(offDVCPresent), int(h.ctlB()-min(h.ctlA(), h.ctlB()))), floor)
 	case CmdStartView:
 		return fmt.Sprintf("commit=%d op=%d nonce=%d", h.ctlA(), h.ctlB(), h.ctlC())
 	case CmdRequestStartView:

@@ -104,8 +104,9 @@
 //
 // # View change
 //
-// A backup that hears no Commit heartbeat for HeartbeatTimeout campaigns for
-// the next view (StartViewChange). A replica moves to view change status only
+// A backup that hears neither a Commit heartbeat nor a new prepare for
+// HeartbeatTimeout campaigns for the next view (StartViewChange); votes
+// expire after four ViewChangeRetransmitIntervals unless repeated. A replica moves to view change status only
 // when a view-change quorum campaigns for the same view, so a replica cut off
 // in one direction cannot depose a healthy primary; a primary that no longer
 // hears a replication quorum stops its heartbeats so the others elect a new
@@ -123,7 +124,10 @@
 // log_view and suffix, fetches the bodies it lacks, and only when its journal
 // holds the whole log durably sends StartView and resumes; the uncommitted
 // suffix is acknowledged again in the new view. A view change that takes
-// longer than ViewChangeStatusTimeout moves on to the next view.
+// longer than ViewChangeStatusTimeout moves on to the next view. A replica
+// that entered a view change says so in its StartViewChange ("entered"); the
+// others follow it at once, so a replica that entered a view on a quorum that
+// later dissolved is never left alone in it.
 //
 // # Restarts, repair, state transfer
 //
@@ -137,7 +141,12 @@
 // its log — a corrupt journal entry above what it knows committed, a journal
 // tail that may have been synced, or a wiped disk (Boot.Rejoin) — becomes
 // recovering_head: it does not vote until a StartView re-anchors it, and stays
-// fenced (sends no nacks) for that view. A solo replica commits everything it
+// fenced: it never nacks an op up to the head of the log it adopted then,
+// since it may have acknowledged and forgotten any of them. A replica whose disk was wiped has
+// also forgotten which views it took part in, so before adopting a StartView
+// it learns the views of n − replication + 1 other replicas (a set that meets
+// every replication quorum even without it) and accepts no view older than
+// theirs: a primary deposed while cut off cannot lead it back. A solo replica commits everything it
 // journaled and moves to a new view on every boot.
 //
 // Missing or corrupt prepares are fetched from peers (RequestPrepares), and
@@ -152,8 +161,10 @@
 // Every CheckpointInterval applied ops the replica asks the node for a
 // checkpoint; once the state record naming it is durable, the journal may
 // drop ops more than JournalSlots/2 below it. The replica keeps headers of the
-// last JournalSlots ops in memory and never runs more than JournalSlots ops
-// ahead of its checkpoint.
+// last JournalSlots ops in memory and never takes an op more than
+// JournalSlots − 1 above its checkpoint or above its last completed append,
+// so a restart can replay from the checkpoint and every pending completion
+// finds its op.
 //
 // # Client sessions
 //
@@ -193,11 +204,19 @@
 //     (and so acknowledged), drop it and set Boot.HeadUncertain. A journal
 //     that cannot tell must set HeadUncertain on every damaged tail: safe, but
 //     after a whole-cluster power loss every replica would then wait for a
-//     StartView that nobody can send.
+//     StartView that nobody can send. Dropping a possibly acknowledged tail
+//     silently is not safe even on one replica: if that replica and the one
+//     other holder of a committed op are the ones to vote next, the op is
+//     lost. A journal can make every torn tail provable by completing an
+//     append (AppendDone) only once a durable record promises its sync: then
+//     damage no durable promise covers was never acknowledged.
+//   - Rewrite of one corrupt entry in place with a verified copy fetched from
+//     a peer (JournalRewrite, same bytes as first appended; completion through
+//     AppendDone).
 //
-// Corrupt entries are repaired by fetching the prepare from a peer into
-// memory; the replica does not rewrite the journal in place, so a corrupt
-// entry found at boot above the committed prefix truncates the journal there.
+// A corrupt entry found at boot above the committed prefix that was not
+// rewritten yet truncates the journal there (and makes the replica
+// recovering_head if acknowledged ops may be lost with it).
 //
 // # Replica-plane frames
 //
@@ -252,15 +271,19 @@
 // DoViewChange (5), body = headers of ops op, op−1, …, commit+1 (≤ PipelineMax),
 // each a normalized prepare header chained to the next and the last to the
 // commit identity: 80 [16] commit identity; 96 u64 commit; 104 u64 op;
-// 112 u32 log_view (< view); 116 u32 flags (bit 0: nackless); 120 u64
-// checkpoint; 128 [16] nack bits; 144 [16] present bits (bit i: body header
-// i); 160 u64 highest timestamp known.
+// 112 u32 log_view (< view); 116 [4] zero; 120 u64 checkpoint; 128 [16] nack
+// bits; 144 [16] present bits (bit i: body header i); 160 u64 highest
+// timestamp known; 168 u64 nack floor: the sender nacks no op at or below it
+// (a fenced replica; all ones: no op at all).
 //
 // StartView (6), body as DoViewChange: 80 [16] commit identity; 96 u64
 // commit; 104 u64 op; 112 u64 nonce (echoed incarnation, 0 when unsolicited);
 // 120 u64 checkpoint; 128 u64 highest timestamp.
 //
-// RequestStartView (7): 80 u64 nonce (the requester's incarnation).
+// RequestStartView (7): 80 u64 nonce (the requester's incarnation); 88 u32
+// flags: bit 0 "rejoin" (the requester lost its disk: every replica answers
+// with a report), bit 1 "report" (an answer to a rejoining replica; the
+// header's view is the sender's current view).
 //
 // RequestPrepares (8): 80 u64 nonce; 88 u64 from (≥ 1); 96 u64 to (≥ from).
 // Answered with Prepare frames.

@@ -99,6 +99,7 @@ const (
 	offDVCNack      = 128
 	offDVCPresent   = 144
 	offDVCTimestamp = 160
+	offDVCNackFloor = 168
 	offSVTimestamp  = 128
 )
 

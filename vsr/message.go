@@ -113,7 +113,7 @@ func validateCommand(m Message) error {
 			return malformed("start_view_change: body or reserved bytes")
 		}
 	case CmdDoViewChange:
-		if !allZero(h[168:]) || h.dvcFlags()&^dvcFlagNackless != 0 {
+		if !allZero(h[176:]) || h.dvcFlags() != 0 {
 			return malformed("do_view_change: reserved bytes")
 		}
 		if h.dvcLogView() >= h.View() {
@@ -137,7 +137,7 @@ func validateCommand(m Message) error {
 			return err
 		}
 	case CmdRequestStartView:
-		if len(m.Body) != 0 || !allZero(h[88:]) {
+		if len(m.Body) != 0 || !allZero(h[92:]) || h.u32(offRangeLo)&^(rsvRejoin|rsvReport) != 0 {
 			return malformed("request_start_view: body or reserved bytes")
 		}
 	case CmdRequestPrepares:

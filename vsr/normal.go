@@ -157,6 +157,10 @@ func (r *Replica) tickPrimary() {
 	r.abdicated = heardFrom < r.qRep
 	if r.abdicated && !was {
 		r.voteViewChange(max(r.view+1, r.svcView))
+	} else if !r.abdicated && was && r.campaigning {
+		// It hears a quorum again: it no longer wants a new view.
+		r.campaigning = false
+		r.svcFrom[r.self] = 0
 	}
 	r.campaignTick()
 	if r.t.commit.tick() {
@@ -435,10 +439,11 @@ func (r *Replica) commitCheck() {
 	if r.solo() {
 		c = r.durableHead
 	} else {
-		vals := slices.Clone(r.acked)
+		vals := append(r.scratch[:0], r.acked...)
 		slices.Sort(vals)
 		slices.Reverse(vals)
 		c = vals[r.qRep-1]
+		r.scratch = vals
 		if mutationCommitWithoutQuorum() {
 			c = vals[0]
 		}
@@ -599,6 +604,11 @@ func (r *Replica) AppendDone(op uint64, id Checksum, err error) {
 		return
 	}
 	s := r.slotAt(op)
+	if s != nil && s.h.Identity() == id && s.j == jRewriting {
+		s.j = jDurable
+		r.maybeDropBody(s)
+		return
+	}
 	if s == nil || s.h.Identity() != id || s.j != jWriting {
 		return // truncated or superseded since it was issued
 	}
@@ -766,6 +776,7 @@ func (r *Replica) apply(s *slot) {
 // backup, so retransmission does not need a journal read.
 func (r *Replica) maybeDropBody(s *slot) {
 	if !s.hasBody || s.op > r.commitMin || (s.j != jDurable && s.j != jFaulty) {
+		// (A rewriting slot keeps its body until the rewrite completes.)
 		return
 	}
 	if r.isPrimary() && r.status == statusNormal && r.cachedBytes <= r.cfg.BodyCacheBytes && !r.allAcked(s.op) {

@@ -27,10 +27,11 @@ func (s status) String() string {
 type jstate uint8
 
 const (
-	jNone    jstate = iota // not in the journal
-	jWriting               // append issued, AppendDone not yet seen
-	jDurable               // appended and complete
-	jFaulty                // in the journal but unreadable; not a nack
+	jNone      jstate = iota // not in the journal
+	jWriting                 // append issued, AppendDone not yet seen
+	jDurable                 // appended and complete
+	jFaulty                  // in the journal but unreadable; not a nack
+	jRewriting               // faulty, a verified copy is being written over it; not a nack
 )
 
 // slot holds one op of the in-memory window of JournalSlots ops.
@@ -67,7 +68,7 @@ type Replica struct {
 	view    uint32
 	logView uint32
 	fenced  bool
-	fence   uint32
+	fenceOp uint64 // a fenced replica never nacks ops ≤ fenceOp
 
 	// View headers of LogView (see State): kept current while normal is
 	// derived from the ring; frozen at the DoViewChange when leaving.
@@ -87,6 +88,7 @@ type Replica struct {
 	inflightViewSeq uint64
 	durableViewSeq  uint64
 	held            []Envelope
+	heldDropped     uint64
 
 	ring         []slot
 	op           uint64 // highest op with a known canonical header
@@ -124,6 +126,7 @@ type Replica struct {
 
 	// Primary state.
 	queue     []Request
+	scratch   []uint64
 	acked     []uint64 // per replica: highest op acknowledged in this view
 	heard     []uint64 // per replica: tick of the last message in this view
 	heartbeat uint64
@@ -138,6 +141,11 @@ type Replica struct {
 	campaigning  bool // this replica wants a new view (its vote follows the highest target)
 
 	probes int
+	// rejoining: the disk was wiped; before adopting a view the replica
+	// learns the views of n − replication + 1 other replicas (viewOf), so a
+	// stale primary cannot lead it back into a view the group left.
+	rejoining bool
+	viewOf    []int64
 
 	rep        repairState
 	xfer       *transferState
@@ -199,8 +207,12 @@ func New(cfg Config, sm StateMachine, boot Boot) (*Replica, error) {
 		svcFrom:     make([]uint64, n),
 		dvcs:        make([]*dvcVote, n),
 		serve:       make([]serveState, n),
+		viewOf:      make([]int64, n),
 	}
 	r.qRep, r.qVC, r.qNack = quorums(n)
+	for i := range r.viewOf {
+		r.viewOf[i] = -1
+	}
 	r.offset = PrimaryOffset(cfg.Group, cfg.ReplicaCount)
 	if h, ok := sm.(PrepareHook); ok {
 		r.hook = h
@@ -234,6 +246,9 @@ type Info struct {
 	JournalHead uint64
 	DurableHead uint64
 	Incarnation uint64
+	// HeldDropped counts messages dropped because too many waited for a
+	// state write (a wedged superblock).
+	HeldDropped uint64
 }
 
 // Info returns the replica's current position.
@@ -252,6 +267,7 @@ func (r *Replica) Info() Info {
 		JournalHead: r.journalHead,
 		DurableHead: r.durableHead,
 		Incarnation: r.incarnation,
+		HeldDropped: r.heldDropped,
 	}
 }
 
@@ -345,7 +361,8 @@ func (r *Replica) currentState() *State {
 		LogView:      r.logView,
 		Fenced:       r.fenced,
 		HeadPending:  r.status == statusRecoveringHead,
-		FenceView:    r.fence,
+		Rejoining:    r.rejoining,
+		FenceOp:      r.fenceOp,
 		Commit:       r.vhCommit,
 		CommitID:     r.vhCommitID,
 		Headers:      append([]Header(nil), r.vhHeaders...),
@@ -409,6 +426,10 @@ func (r *Replica) releaseHeld() {
 	r.held = r.held[:0]
 }
 
+// heldMax bounds the messages kept back while a view change is not yet
+// durable.
+const heldMax = 4096
+
 // send queues a message. Messages wait while a state write is pending, so no
 // message of a view leaves before the view is durable.
 func (r *Replica) send(to int, m Message) {
@@ -417,6 +438,13 @@ func (r *Replica) send(to int, m Message) {
 	}
 	e := Envelope{To: uint8(to), Message: m}
 	if !r.viewSettled() {
+		if len(r.held) >= heldMax {
+			// A state write that does not finish would otherwise let held
+			// messages grow without bound; every replica-plane message is
+			// retransmitted by a timer, so dropping one only delays.
+			r.heldDropped++
+			return
+		}
 		r.held = append(r.held, e)
 		return
 	}
@@ -497,6 +525,14 @@ func (r *Replica) setBody(s *slot, body []byte) {
 	s.body = body
 	s.hasBody = true
 	r.cachedBytes += len(body)
+	if s.j == jFaulty {
+		// A verified copy of a corrupt entry: write it back over the damage
+		// so the journal holds a good copy again (and a restart need not
+		// truncate there).
+		s.j = jRewriting
+		r.journalOp(JournalOp{Kind: JournalRewrite, Op: s.op, Header: &s.h, Body: s.body,
+			Sync: r.cfg.Durability == Persisted})
+	}
 }
 
 func (r *Replica) dropBody(s *slot) {

@@ -22,14 +22,18 @@ type State struct {
 	ReplicaCount uint8
 	View         uint32
 	LogView      uint32
-	// Fenced with FenceView: the replica lost its disk or its journal head at
-	// some point and may have forgotten acknowledgements of views ≤ FenceView;
-	// it sends no nacks while LogView ≤ FenceView.
-	Fenced    bool
-	FenceView uint32
+	// Fenced with FenceOp: the replica lost its disk or its journal head at
+	// some point and may have forgotten acknowledgements of ops up to the head
+	// of the log it adopted afterwards (FenceOp; 0 until it adopts one): it
+	// never nacks those ops.
+	Fenced  bool
+	FenceOp uint64
 	// HeadPending: the replica cannot vouch for its log (recovering_head)
 	// and must not vote until a StartView re-anchors it.
 	HeadPending bool
+	// Rejoining: the replica lost its disk and has not yet learned, from
+	// enough peers, which view the group is in (see Boot.Rejoin).
+	Rejoining bool
 	// Commit is a committed op and CommitID its identity (the anchor of the
 	// view headers).
 	Commit   uint64
@@ -48,14 +52,14 @@ type State struct {
 const (
 	stateMagic   = 0x5356_4749 // "IGVS" little-endian
 	stateVersion = 1
-	stateFixed   = 120
+	stateFixed   = 128
 )
 
 // Layout of an encoded State (little-endian):
 //
 //	0   u32  magic "IGVS"
 //	4   u16  version (1)
-//	6   u16  flags (bit 0: fenced, bit 1: head pending)
+//	6   u16  flags (bit 0: fenced, bit 1: head pending, bit 2: rejoining)
 //	8   [16] cluster
 //	24  u64  group
 //	32  u8   replica
@@ -63,7 +67,7 @@ const (
 //	34  [2]  reserved, zero
 //	36  u32  view
 //	40  u32  log_view
-//	44  u32  fence_view
+//	44  [4]  reserved, zero
 //	48  u64  commit
 //	56  [16] commit identity
 //	72  u64  checkpoint
@@ -72,7 +76,8 @@ const (
 //	104 u32  header count (≤ PipelineMax)
 //	108 u64  checkpoint timestamp
 //	116 [4]  reserved, zero
-//	120 count × 256 bytes: prepare headers, highest op first
+//	120 u64  fence_op
+//	128 count × 256 bytes: prepare headers, highest op first
 //	end [16] XXH3-128 of every byte before it
 
 // EncodeState returns the durable encoding of s.
@@ -88,6 +93,9 @@ func EncodeState(s *State) []byte {
 	if s.HeadPending {
 		flags |= 2
 	}
+	if s.Rejoining {
+		flags |= 4
+	}
 	le.PutUint16(b[6:], flags)
 	copy(b[8:24], s.Cluster[:])
 	le.PutUint64(b[24:], s.Group)
@@ -95,7 +103,7 @@ func EncodeState(s *State) []byte {
 	b[33] = s.ReplicaCount
 	le.PutUint32(b[36:], s.View)
 	le.PutUint32(b[40:], s.LogView)
-	le.PutUint32(b[44:], s.FenceView)
+	le.PutUint64(b[120:], s.FenceOp)
 	le.PutUint64(b[48:], s.Commit)
 	copy(b[56:72], s.CommitID[:])
 	le.PutUint64(b[72:], s.Checkpoint)
@@ -128,7 +136,7 @@ func DecodeState(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: state record magic/version", ErrMalformed)
 	}
 	flags := le.Uint16(b[6:])
-	if flags > 3 || !allZero(b[34:36]) || !allZero(b[116:120]) {
+	if flags > 7 || !allZero(b[34:36]) || !allZero(b[116:120]) {
 		return nil, fmt.Errorf("%w: state record reserved bits", ErrMalformed)
 	}
 	s := &State{
@@ -139,7 +147,8 @@ func DecodeState(b []byte) (*State, error) {
 		LogView:      le.Uint32(b[40:]),
 		Fenced:       flags&1 != 0,
 		HeadPending:  flags&2 != 0,
-		FenceView:    le.Uint32(b[44:]),
+		Rejoining:    flags&4 != 0,
+		FenceOp:      le.Uint64(b[120:]),
 		Commit:       le.Uint64(b[48:]),
 		Checkpoint:   le.Uint64(b[72:]),
 		Timestamp:    le.Uint64(b[96:]),
@@ -156,9 +165,9 @@ func DecodeState(b []byte) (*State, error) {
 	if s.ReplicaCount == 0 || s.Replica >= s.ReplicaCount {
 		return nil, fmt.Errorf("%w: state record replica %d of %d", ErrMalformed, s.Replica, s.ReplicaCount)
 	}
-	if s.LogView > s.View || (s.Fenced && s.FenceView > s.View) || (!s.Fenced && s.FenceView != 0) ||
-		(s.HeadPending && !s.Fenced) {
-		return nil, fmt.Errorf("%w: state record views %d/%d/%d", ErrMalformed, s.View, s.LogView, s.FenceView)
+	if s.LogView > s.View || (!s.Fenced && s.FenceOp != 0) || !allZero(b[44:48]) ||
+		(s.HeadPending && !s.Fenced) || (s.Rejoining && !s.HeadPending) {
+		return nil, fmt.Errorf("%w: state record views %d/%d fence %d", ErrMalformed, s.View, s.LogView, s.FenceOp)
 	}
 	if s.Commit == 0 && !s.CommitID.IsZero() || s.Checkpoint == 0 && !s.CheckpointID.IsZero() {
 		return nil, fmt.Errorf("%w: state record identity of op 0", ErrMalformed)

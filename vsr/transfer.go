@@ -202,6 +202,12 @@ func (r *Replica) onManifest(from int, msg Message) {
 // requestChunk asks for the next chunk, or installs when everything arrived.
 func (r *Replica) requestChunk() {
 	x := r.xfer
+	if x.manifest.Op <= r.commitMin {
+		// Journal repair overtook the transfer: installing now would move
+		// the state machine back.
+		r.abortTransfer()
+		return
+	}
 	for x.index < len(x.manifest.Artifacts) && x.manifest.Artifacts[x.index].Size == 0 {
 		if x.sum.Sum() != x.manifest.Artifacts[x.index].Checksum && x.manifest.Artifacts[x.index].Checksum != (Checksum{}) {
 			r.abortTransfer()
@@ -328,6 +334,10 @@ func (r *Replica) maybeInstall() {
 	}
 	if r.ckptBusy {
 		return // a local checkpoint is being written; install after it settles
+	}
+	if x.manifest.Op <= r.commitMin {
+		r.abortTransfer() // overtaken by journal repair: nothing to install
+		return
 	}
 	x.installing = true
 	r.out.Install = &InstallRequest{Manifest: *x.manifest}

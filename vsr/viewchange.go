@@ -15,7 +15,7 @@ type dvcVote struct {
 	headers   []Header // headers[i] is op (op - i)
 	nack      bitset128
 	present   bitset128
-	nackless  bool
+	nackFloor uint64 // the vote nacks no op at or below this (a fenced replica)
 	timestamp uint64
 }
 
@@ -28,8 +28,6 @@ func (d *dvcVote) header(op uint64) (*Header, int) {
 	return &d.headers[i], i
 }
 
-const dvcFlagNackless = 1
-
 func parseDVC(from int, m Message) *dvcVote {
 	h := m.Header
 	d := &dvcVote{
@@ -40,7 +38,7 @@ func parseDVC(from int, m Message) *dvcVote {
 		op:        h.ctlB(),
 		nack:      h.bits(offDVCNack),
 		present:   h.bits(offDVCPresent),
-		nackless:  h.dvcFlags()&dvcFlagNackless != 0,
+		nackFloor: h.u64(offDVCNackFloor),
 		timestamp: h.u64(offDVCTimestamp),
 	}
 	n := len(m.Body) / HeaderSize
@@ -184,9 +182,31 @@ func (r *Replica) refuseQueue() {
 // freezeViewHeaders records the suffix this replica vouches for in its
 // log_view: from the highest committed op whose identity it knows up to the
 // end of its contiguous canonical headers, at most PipelineMax headers.
+//
+// The suffix is the union of the ring and the view headers the replica
+// already vouches for in this log_view (the log it adopted): headers it could
+// not fit in its window when it adopted the log are still part of its log
+// and must stay in its DoViewChange, or a canonical vote would end too early
+// and drop committed ops above it.
 func (r *Replica) freezeViewHeaders() {
+	vhHead := r.vhCommit + uint64(len(r.vhHeaders))
+	header := func(op uint64) *Header {
+		if s := r.slotAt(op); s != nil {
+			return &s.h
+		}
+		if op > r.vhCommit && op <= vhHead {
+			return &r.vhHeaders[vhHead-op]
+		}
+		return nil
+	}
 	a, aid := r.windowAnchor()
-	head := r.contiguousFrom(a)
+	if r.vhCommit > a {
+		a, aid = r.vhCommit, r.vhCommitID // committed by definition of the view headers
+	}
+	head := a
+	for header(head+1) != nil {
+		head++
+	}
 	if head < r.journalHead {
 		panic(fmt.Sprintf("vsr: replica %d: journal head %d beyond contiguous headers %d (anchor %d)",
 			r.self, r.journalHead, head, a))
@@ -195,13 +215,17 @@ func (r *Replica) freezeViewHeaders() {
 		// Every op at least PipelineMax below a prepared op is committed: its
 		// primary had committed up to op - prepare_queue_depth.
 		a = head - PipelineMax
-		aid, _ = r.identityOf(a)
+		aid = header(a).Identity()
+	}
+	hs := make([]Header, 0, head-a)
+	for op := head; op > a; op-- {
+		hs = append(hs, *header(op))
+	}
+	if len(hs) > 0 && hs[len(hs)-1].Parent() != aid {
+		panic(fmt.Sprintf("vsr: replica %d: view headers above op %d do not chain to it", r.self, a))
 	}
 	r.vhCommit, r.vhCommitID = a, aid
-	r.vhHeaders = r.vhHeaders[:0]
-	for op := head; op > a; op-- {
-		r.vhHeaders = append(r.vhHeaders, r.slotAt(op).h)
-	}
+	r.vhHeaders = hs
 }
 
 // windowAnchor returns the highest committed op whose identity is known and
@@ -228,7 +252,16 @@ func (r *Replica) windowAnchor() (uint64, Checksum) {
 // replica is not fenced). Faulty entries are neither.
 func (r *Replica) dvcMessage() Message {
 	h := r.newHeader(CmdDoViewChange)
-	nackless := r.fenced && r.logView <= r.fence
+	var floor uint64
+	if r.fenced {
+		// It may have acknowledged, and forgotten, any op up to the head of
+		// the log it adopted after losing its state (and, before it adopted
+		// one, anything at all).
+		floor = r.fenceOp
+		if r.status == statusRecoveringHead || floor == 0 {
+			floor = ^uint64(0)
+		}
+	}
 	var nack, present bitset128
 	body := make([]byte, len(r.vhHeaders)*HeaderSize)
 	for i := range r.vhHeaders {
@@ -239,7 +272,7 @@ func (r *Replica) dvcMessage() Message {
 		if same && (s.hasBody || s.j == jDurable) {
 			present.set(i)
 		}
-		if !nackless {
+		if vh.Op() > floor {
 			if !same || s.j == jNone || s.j == jWriting {
 				nack.set(i)
 			}
@@ -249,9 +282,7 @@ func (r *Replica) dvcMessage() Message {
 	h.put64(offCtlA, r.vhCommit)
 	h.put64(offCtlB, r.vhCommit+uint64(len(r.vhHeaders)))
 	h.put32(offCtlC, r.logView)
-	if nackless {
-		h.put32(offCtlC+4, dvcFlagNackless)
-	}
+	h.put64(offDVCNackFloor, floor)
 	h.put64(offCtlD, r.checkpoint)
 	h.putBits(offDVCNack, nack)
 	h.putBits(offDVCPresent, present)
@@ -384,7 +415,7 @@ func mergeDVCs(votes []*dvcVote, n, qNack int) mergeResult {
 		for _, v := range votes {
 			h, i := v.header(op)
 			if h == nil {
-				if v.op < op && !v.nackless {
+				if v.op < op && op > v.nackFloor {
 					nacks++ // its log ends below op: it never acknowledged op
 				}
 				continue
@@ -393,7 +424,7 @@ func mergeDVCs(votes []*dvcVote, n, qNack int) mergeResult {
 			if same && v.present.has(i) {
 				copies++
 			}
-			if !v.nackless && (v.nack.has(i) || !same) {
+			if op > v.nackFloor && (v.nack.has(i) || !same) {
 				nacks++
 			}
 		}
@@ -465,7 +496,7 @@ func (r *Replica) adoptLog(v uint32, a uint64, aid Checksum, headers []Header, t
 	r.noteCommit(a, aid, true)
 
 	if r.fenced && r.status == statusRecoveringHead {
-		r.fence = v
+		r.fenceOp = max(r.fenceOp, h)
 	}
 	r.view, r.logView = v, v
 	r.vhCommit, r.vhCommitID = a, aid
@@ -591,6 +622,15 @@ func (r *Replica) onStartView(from int, m Message) {
 			return // a start view from before this boot: wait for our probe's answer
 		}
 	}
+	if r.rejoining {
+		if int64(v) > r.viewOf[from] {
+			r.viewOf[from] = int64(v)
+		}
+		if !r.rejoinViewKnown(v) {
+			return
+		}
+		r.rejoining = false
+	}
 	n := len(m.Body) / HeaderSize
 	headers := make([]Header, n)
 	for i := 0; i < n; i++ {
@@ -625,16 +665,57 @@ func (r *Replica) refreshFromStartView(m Message) {
 	r.ackDirty = true
 }
 
+// RequestStartView flags (offset 88).
+const (
+	// rsvRejoin: the sender lost its disk and asks everyone for their view.
+	rsvRejoin = 1
+	// rsvReport: an answer to a rejoining replica; the header's view is the
+	// sender's current view.
+	rsvReport = 2
+)
+
 func (r *Replica) rsvMessage() Message {
 	h := r.newHeader(CmdRequestStartView)
 	h.put64(offNonce, r.incarnation)
+	if r.rejoining {
+		h.put32(offRangeLo, rsvRejoin)
+	}
 	return r.finish(h, nil)
 }
 
 func (r *Replica) onRequestStartView(from int, h *Header) {
+	flags := h.u32(offRangeLo)
+	if flags&rsvReport != 0 {
+		if r.rejoining && int64(h.View()) > r.viewOf[from] {
+			r.viewOf[from] = int64(h.View())
+		}
+		return
+	}
 	if r.status == statusNormal && r.isPrimary() && h.View() <= r.view {
 		r.send(from, r.startViewMessage(h.nonce()))
 	}
+	if flags&rsvRejoin != 0 && !r.rejoining {
+		m := r.newHeader(CmdRequestStartView)
+		m.put64(offNonce, h.nonce())
+		m.put32(offRangeLo, rsvReport)
+		r.send(from, r.finish(m, nil))
+	}
+}
+
+// rejoinViewKnown reports whether a rejoining replica may adopt a StartView
+// of view v: it heard the views of n − replication + 1 other replicas, a set
+// that meets every replication quorum even without this replica, so the
+// newest view in which anything committed is among them, and v is not older
+// than any of them.
+func (r *Replica) rejoinViewKnown(v uint32) bool {
+	heard, newest := 0, int64(-1)
+	for i, w := range r.viewOf {
+		if i != r.self && w >= 0 {
+			heard++
+			newest = max(newest, w)
+		}
+	}
+	return heard >= r.n-r.qRep+1 && int64(v) >= newest
 }
 
 // probeNewerView asks the primary of a newer view for its StartView, at most

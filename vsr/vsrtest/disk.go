@@ -13,7 +13,8 @@ type Entry struct {
 	// Durable: the append completed, so the entry survives a crash.
 	Durable bool
 	// Corrupt: the entry's bytes were damaged after they became durable.
-	Corrupt bool
+	Corrupt    bool
+	pendingFix bool
 }
 
 // Checkpoint is a durable checkpoint: its manifest and artifact bytes.
@@ -160,6 +161,37 @@ func (d *Disk) Crash(rng *vsr.PRNG) {
 		d.Journal = append(kept, d.ghosts...)
 	}
 	d.ghosts = nil
+}
+
+// CrashUndoingTruncate crashes like Crash but always undoes a truncate that
+// no later append made durable (the entries it removed come back).
+func (d *Disk) CrashUndoingTruncate() {
+	ghosts, above := d.ghosts, d.ghostAbove
+	d.Crash(nil)
+	if len(ghosts) > 0 {
+		kept := d.Journal[:0]
+		for _, e := range d.Journal {
+			if e.Op <= above {
+				kept = append(kept, e)
+			}
+		}
+		d.Journal = append(kept, ghosts...)
+	}
+}
+
+// rewrite replaces corrupt entry op with a verified copy; it becomes good
+// once durable (completeRewrite).
+func (d *Disk) rewrite(op uint64, frame []byte) {
+	if e := d.entry(op); e != nil {
+		e.Frame = frame
+		e.pendingFix = true
+	}
+}
+
+func (d *Disk) completeRewrite(op uint64) {
+	if e := d.entry(op); e != nil && e.pendingFix {
+		e.Corrupt, e.pendingFix = false, false
+	}
 }
 
 // Wipe empties the disk (a replaced drive, or iggo-server --fresh).

@@ -16,6 +16,7 @@ const (
 	ioArtifactRead
 	ioArtifactWrite
 	ioInstall
+	ioRewrite
 )
 
 type pendingIO struct {
@@ -51,8 +52,10 @@ type Node struct {
 
 	Latency Latency
 	Rand    *vsr.PRNG
-	// HoldIO keeps every completion pending until ReleaseIO.
-	HoldIO bool
+	// HoldIO keeps every completion pending until ReleaseIO; HoldAppends
+	// only journal appends.
+	HoldIO      bool
+	HoldAppends bool
 	// Trace receives one line per output when set.
 	Trace func(line string)
 	// OnApply is installed on every KV this node builds.
@@ -132,6 +135,17 @@ func (n *Node) Crash() {
 	n.tracef("crash")
 }
 
+// CrashUndoingTruncate crashes the replica so that a truncate it issued last
+// does not survive (see Disk.CrashUndoingTruncate).
+func (n *Node) CrashUndoingTruncate() {
+	if !n.Up {
+		return
+	}
+	n.Disk.CrashUndoingTruncate()
+	n.R, n.SM, n.ios, n.Up = nil, nil, nil, false
+	n.tracef("crash (truncate undone)")
+}
+
 // Tick advances the node's clock and the replica's.
 func (n *Node) Tick() {
 	n.Now++
@@ -162,13 +176,13 @@ func (n *Node) Submit(req vsr.Request) {
 
 // ReleaseIO completes every pending I/O now.
 func (n *Node) ReleaseIO() {
-	hold := n.HoldIO
-	n.HoldIO = false
+	hold, holdAppends := n.HoldIO, n.HoldAppends
+	n.HoldIO, n.HoldAppends = false, false
 	for i := range n.ios {
 		n.ios[i].due = 0
 	}
 	n.Drain()
-	n.HoldIO = hold
+	n.HoldIO, n.HoldAppends = hold, holdAppends
 }
 
 // Drain runs Ready until the replica is quiet, completing due I/O.
@@ -230,6 +244,13 @@ func (n *Node) handle(rd vsr.Ready) {
 		case vsr.JournalDiscard:
 			n.Disk.discard(j.Op)
 			n.tracef("journal discard <=%d", j.Op)
+		case vsr.JournalRewrite:
+			frame := make([]byte, vsr.HeaderSize+len(j.Body))
+			copy(frame, j.Header[:])
+			copy(frame[vsr.HeaderSize:], j.Body)
+			n.Disk.rewrite(j.Op, frame)
+			n.tracef("journal rewrite op=%d id=%s", j.Op, j.Header.Identity())
+			n.schedule(pendingIO{kind: ioRewrite, op: j.Op, id: j.Header.Identity()}, "append", false)
 		}
 	}
 	for _, rd := range rd.Reads {
@@ -240,7 +261,11 @@ func (n *Node) handle(rd vsr.Ready) {
 		n.Out = append(n.Out, e)
 	}
 	for _, rp := range rd.Replies {
-		n.tracef("reply token=%d op=%d status=%s body=%x", rp.Token, rp.Op, rp.Status, rp.Body)
+		if rp.Eviction != vsr.EvictNone {
+			n.tracef("reply token=%d status=%s reason=%d", rp.Token, rp.Status, rp.Eviction)
+		} else {
+			n.tracef("reply token=%d op=%d status=%s body=%x", rp.Token, rp.Op, rp.Status, rp.Body)
+		}
 		n.Replies = append(n.Replies, rp)
 	}
 	if c := rd.Checkpoint; c != nil {
@@ -259,6 +284,9 @@ func (n *Node) handle(rd vsr.Ready) {
 			n.Disk.staging[a.Checkpoint] = st
 		}
 		buf := st[a.Artifact]
+		if a.Offset == 0 {
+			buf = buf[:0] // a restarted transfer starts the artifact over
+		}
 		if uint64(len(buf)) != a.Offset {
 			panic(fmt.Sprintf("vsrtest: artifact write at %d, staged %d", a.Offset, len(buf)))
 		}
@@ -277,7 +305,7 @@ func (n *Node) completeDue() bool {
 		return false
 	}
 	for i, io := range n.ios {
-		if io.due > n.Now {
+		if io.due > n.Now || (n.HoldAppends && io.kind == ioAppend) {
 			continue
 		}
 		n.ios = append(n.ios[:i], n.ios[i+1:]...)
@@ -297,6 +325,9 @@ func (n *Node) complete(io pendingIO) {
 		if e := n.Disk.entry(io.op); e != nil && (*vsr.Header)(e.Frame[:vsr.HeaderSize]).Identity() == io.id {
 			n.Disk.completeAppend(io.op)
 		}
+		n.R.AppendDone(io.op, io.id, nil)
+	case ioRewrite:
+		n.Disk.completeRewrite(io.op)
 		n.R.AppendDone(io.op, io.id, nil)
 	case ioRead:
 		frame, err := n.Disk.Read(io.op)

@@ -1,0 +1,116 @@
+package vsr
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+type countingSM struct{ applied int }
+
+func (c *countingSM) Apply(h *Header, body []byte) []byte {
+	c.applied++
+	return []byte(fmt.Sprintf("r%d", h.Op()))
+}
+
+// modelSession is the reference the session table is checked against.
+type modelSession struct {
+	session, request, lastOp, replyOp uint64
+}
+
+// TestClientTableModel drives the session table with random registers and
+// requests (including retries, stale sessions and unknown clients) and
+// checks every outcome against a simple model: at-most-once execution,
+// cached replies for the last request, evictions with the right reason, and
+// capacity eviction of the session with the oldest last applied op. After
+// every step the table survives an encode/decode round trip unchanged.
+func TestClientTableModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		max := rapid.IntRange(2, 5).Draw(t, "max")
+		table := newClientTable(max)
+		model := map[byte]*modelSession{}
+		sm := &countingSM{}
+		op := uint64(0)
+		steps := rapid.IntRange(1, 80).Draw(t, "steps")
+		for i := 0; i < steps; i++ {
+			op++
+			c := rapid.ByteRange(1, 7).Draw(t, "client")
+			var h Header
+			h.putSum(offPrepClient, Checksum{c})
+			h.put64(offPrepOp, op)
+			before := sm.applied
+			if rapid.IntRange(0, 3).Draw(t, "kind") == 0 {
+				h[offPrepOperation] = OperationRegister
+				_, st, ev, at := table.apply(&h, nil, sm)
+				if st != StatusOK || ev != EvictNone || at != op || sm.applied != before+1 {
+					t.Fatalf("register: %v %v %d", st, ev, at)
+				}
+				if _, ok := model[c]; !ok && len(model) >= max {
+					var victim byte
+					for k, m := range model {
+						if victim == 0 || m.lastOp < model[victim].lastOp {
+							victim = k
+						}
+					}
+					delete(model, victim)
+				}
+				model[c] = &modelSession{session: op, lastOp: op, replyOp: op}
+			} else {
+				h[offPrepOperation] = 10
+				m := model[c]
+				session := uint64(rapid.Uint64Range(0, op).Draw(t, "session"))
+				if m != nil && rapid.Bool().Draw(t, "right session") {
+					session = m.session
+				}
+				req := uint64(rapid.Uint64Range(1, 6).Draw(t, "request"))
+				h.put64(offPrepSession, session)
+				h.put64(offPrepRequest, req)
+				reply, st, ev, at := table.apply(&h, nil, sm)
+				executed := sm.applied == before+1
+				switch {
+				case m == nil:
+					if st != StatusEvicted || ev != EvictNoSession || executed {
+						t.Fatalf("unknown client: %v %v executed=%v", st, ev, executed)
+					}
+				case session < m.session:
+					if st != StatusEvicted || ev != EvictSessionTooLow || executed {
+						t.Fatalf("old session: %v %v", st, ev)
+					}
+				case session > m.session:
+					if st != StatusEvicted || ev != EvictSessionError || executed {
+						t.Fatalf("future session: %v %v", st, ev)
+					}
+				case req == m.request:
+					if st != StatusOK || executed || at != m.replyOp || string(reply) != fmt.Sprintf("r%d", m.replyOp) {
+						t.Fatalf("retry: %v executed=%v at=%d want cached reply of %d", st, executed, at, m.replyOp)
+					}
+				case req < m.request:
+					if st != StatusRequestAlreadyApplied || executed {
+						t.Fatalf("old request: %v executed=%v", st, executed)
+					}
+				default:
+					if st != StatusOK || !executed || at != op {
+						t.Fatalf("new request: %v executed=%v", st, executed)
+					}
+					m.request, m.lastOp, m.replyOp = req, op, op
+				}
+			}
+			if len(table.m) != len(model) {
+				t.Fatalf("table holds %d sessions, model %d", len(table.m), len(model))
+			}
+			for k, m := range model {
+				e := table.m[Checksum{k}]
+				if e == nil || e.session != m.session || e.request != m.request || e.lastOp != m.lastOp {
+					t.Fatalf("client %d: table %+v, model %+v", k, e, m)
+				}
+			}
+			enc := table.encode()
+			back, err := decodeClientTable(enc, max)
+			if err != nil || !bytes.Equal(back.encode(), enc) {
+				t.Fatalf("round trip: %v", err)
+			}
+		}
+	})
+}
