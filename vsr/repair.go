@@ -301,7 +301,12 @@ func (r *Replica) onRangeEvicted(from int, h *Header) {
 	if floor <= need || r.xfer != nil || r.solo() {
 		return
 	}
-	if r.commitMax >= floor || r.anchorOp >= floor || r.op >= floor || r.primaryHead >= floor {
+	// The peer's checkpoint covers at least floor-1, and every checkpoint is
+	// of committed ops: a replica that knows ops up to floor-1 were
+	// committed (or holds or heard of an op at or above it) gains by
+	// installing it. Comparing with floor itself stranded a backup whose
+	// primary had evicted everything up to its commit (seed 1002324).
+	if r.commitMax+1 >= floor || r.anchorOp+1 >= floor || r.op+1 >= floor || r.primaryHead+1 >= floor {
 		r.startTransfer(from)
 	}
 }

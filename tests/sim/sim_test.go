@@ -114,6 +114,7 @@ var regressionSeeds = []struct {
 	{120227, "a wiped replica adopted a deposed primary's old view and voted an empty log (regress_rejoin_stale_primary)"},
 	{120604, "a wiped replica nacked, from a later log_view, an op it had acknowledged before the wipe (fence by op, not view)"},
 	{204720, "a view change from normal status rebuilt the suffix from the window only, dropping adopted headers that did not fit it"},
+	{1002324, "a backup whose primary had evicted every op up to the commit it announced never started state transfer (range_evicted floor = commit+1)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
