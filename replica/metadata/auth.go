@@ -144,13 +144,22 @@ func parsePHC(h string) (phc, bool) {
 
 // VerifyPassword reports whether password matches the PHC hash, in
 // constant time with respect to the key. A malformed hash never matches.
+// A pair that verified before is answered from a bounded in-memory cache
+// (verifyCache) without a new Argon2 derivation.
 func VerifyPassword(hash, password string) bool {
 	h, ok := parsePHC(hash)
 	if !ok {
 		return false
 	}
+	if verified.has(hash, password) {
+		return true
+	}
 	key := argon2.IDKey([]byte(password), h.salt, h.p.Iterations, h.p.MemoryKiB, h.p.Parallelism, uint32(len(h.key)))
-	return subtle.ConstantTimeCompare(key, h.key) == 1
+	if subtle.ConstantTimeCompare(key, h.key) != 1 {
+		return false
+	}
+	verified.add(hash, password)
+	return true
 }
 
 var (
