@@ -269,11 +269,25 @@ func normalize(h *Header) {
 func (r *Replica) prepareFrame(s *slot) Message {
 	h := new(Header)
 	*h = s.h
-	h.setView(r.view)
+	h.setView(r.frameView())
 	h.setReplica(uint8(r.self))
 	h.setIncarnation(r.incarnation)
 	h.Seal()
 	return Message{Header: h, Body: s.body}
+}
+
+// frameView is the view a prepare this replica sends (retransmission or
+// repair) is stamped with: its view in normal status, else the last view it
+// was normal in. A backup takes a prepare stamped with its own view from
+// that view's primary as canonical; during a view change this replica's log
+// is not yet the new view's, and the start_view may truncate what it serves
+// (seed 1012440: the next primary, still in view_change, served an op its
+// start_view then truncated, and a backup installed it as canonical).
+func (r *Replica) frameView() uint32 {
+	if r.status == statusNormal {
+		return r.view
+	}
+	return r.logView
 }
 
 // retransmit resends, to every backup that has not acknowledged them in this

@@ -278,11 +278,24 @@ func (r *Replica) serveRead(op uint64, stored *Header, body []byte) {
 		return
 	}
 	delete(r.serveReads, op)
+	// The read was queued before it completed; a view change may have
+	// truncated the op in between. A frame goes out in the current view, and
+	// a backup takes a prepare from its primary as canonical, so serve only
+	// what is still this replica's entry for op: the slot's own prepare, or
+	// a committed op below the window (seed 1012440: a primary served an op
+	// its new view had truncated, and a backup installed it).
+	if s := r.slotAt(op); s != nil {
+		if s.h.Identity() != stored.Identity() {
+			return
+		}
+	} else if op > r.commitMin {
+		return
+	}
 	sort.Ints(peers)
 	for _, p := range peers {
 		h := new(Header)
 		*h = *stored
-		h.setView(r.view)
+		h.setView(r.frameView())
 		h.setReplica(uint8(r.self))
 		h.setIncarnation(r.incarnation)
 		h.Seal()

@@ -242,6 +242,14 @@ func tail(path string, n int) string {
 		return err.Error()
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	// A Go crash prints its reason above a long stack: show the reason and
+	// the top of the stack rather than the bottom.
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-2000; i-- {
+		if strings.HasPrefix(lines[i], "panic:") || strings.HasPrefix(lines[i], "fatal error:") {
+			end := min(len(lines), i+n+10)
+			return strings.Join(lines[i:end], "\n")
+		}
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

@@ -124,6 +124,7 @@ var regressionSeeds = []struct {
 	{120604, "a wiped replica nacked, from a later log_view, an op it had acknowledged before the wipe (fence by op, not view)"},
 	{204720, "a view change from normal status rebuilt the suffix from the window only, dropping adopted headers that did not fit it"},
 	{1002324, "a backup whose primary had evicted every op up to the commit it announced never started state transfer (range_evicted floor = commit+1)"},
+	{1012440, "a journal read queued for repair completed after a view change truncated its op, and the new primary served the stale prepare in the new view"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
