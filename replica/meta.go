@@ -55,7 +55,6 @@ type metaSM struct {
 // Apply implements vsr.StateMachine.
 func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 	if h.Operation() == vsr.OperationRegister {
-		m.store.Advance(h.Op())
 		if len(body) == 5 && body[0] == registerUser {
 			uid := binary.LittleEndian.Uint32(body[1:])
 			u := m.store.View().User(uid)
@@ -70,7 +69,6 @@ func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 	}
 	meta, cmd, err := metadata.DecodeOp(body)
 	if err != nil {
-		m.store.Advance(h.Op())
 		// Bodies are built by this node's EncodeOp; one that does not decode
 		// is refused the same way on every replica.
 		m.n.log.Error("metadata prepare does not decode", zap.Uint64("op", h.Op()), zap.Error(err))

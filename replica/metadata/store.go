@@ -34,21 +34,6 @@ func (st *Store) Apply(m Meta, c Command) Result {
 	return r
 }
 
-// Advance records that op was applied without a metadata command (a
-// session registration, a prepare that does not decode): LastApplied must
-// name every applied op, since a checkpoint may fall on any of them.
-func (st *Store) Advance(op uint64) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	cur := st.cur.Load()
-	if cur.lastApplied >= op {
-		return
-	}
-	next := *cur
-	next.lastApplied = op
-	st.cur.Store(&next)
-}
-
 // Replace publishes s wholesale (checkpoint load, state transfer).
 func (st *Store) Replace(s *State) {
 	st.mu.Lock()
