@@ -27,7 +27,7 @@ type GroupRole struct {
 	Group uint64
 	// Metadata is set for the metadata group; Stream, Topic and Partition
 	// for a partition group.
-	Metadata                  bool
+	Metadata                 bool
 	Stream, Topic, Partition uint32
 	// View is the group's current view on this node and Primary the
 	// replica id of its primary in that view.
