@@ -132,6 +132,8 @@ func (tc *testCluster) dial(i int) *client.Client {
 	cfg.Username, cfg.Password = DefaultRootUsername, DefaultRootPassword
 	cfg.HeartbeatInterval = 0
 	cfg.RequestTimeout = 60 * time.Second
+	// A view change takes a heartbeat timeout: keep replaying 58 through it.
+	cfg.NotAcceptedBudget = 30 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var c *client.Client
@@ -289,5 +291,121 @@ func TestClusterReplicates(t *testing.T) {
 		if len(tc.nodes[i].PeerLinks()) != 2 {
 			t.Fatalf("node %d: %d peer links", i, len(tc.nodes[i].PeerLinks()))
 		}
+	}
+}
+
+// setupTopic creates stream 0 / topic 0 with parts partitions through c and
+// waits until every running node hosts them.
+func (tc *testCluster) setupTopic(ctx context.Context, c *client.Client, parts uint32) {
+	tc.t.Helper()
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		tc.t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: parts, Name: "t"}); err != nil {
+		tc.t.Fatal(err)
+	}
+	for i, n := range tc.nodes {
+		if n == nil {
+			continue
+		}
+		eventually(tc.t, 30*time.Second, fmt.Sprintf("node %d hosting the partitions", i), func() error {
+			for p := uint32(0); p < parts; p++ {
+				if _, _, ok := n.PartitionPrimary(0, 0, p); !ok {
+					return fmt.Errorf("partition %d not hosted", p)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// sendAll sends batches [from, to) of per messages to partition p.
+func sendAll(ctx context.Context, t *testing.T, c *client.Client, p uint32, from, to, per int) {
+	t.Helper()
+	for b := from; b < to; b++ {
+		if _, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(p), clusterBatch(b*per, per)); err != nil {
+			t.Fatalf("partition %d batch %d: %v", p, b, err)
+		}
+	}
+}
+
+func (tc *testCluster) sameSegments(parts uint32, nodes ...int) error {
+	for p := uint32(0); p < parts; p++ {
+		ref, err := segmentBytes(tc.dirs[nodes[0]], 0, 0, p)
+		if err != nil {
+			return err
+		}
+		for _, i := range nodes[1:] {
+			b, err := segmentBytes(tc.dirs[i], 0, 0, p)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(ref, b) {
+				return fmt.Errorf("partition %d: node %d's segments (%d bytes) differ from node %d's (%d bytes)", p, i, len(b), nodes[0], len(ref))
+			}
+		}
+	}
+	return nil
+}
+
+// TestClusterFailover closes the node that leads the metadata group and a
+// partition: the other two elect new primaries, and clients connected to
+// them keep creating metadata and sending to every partition.
+func TestClusterFailover(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	leader, view := tc.nodes[0].MetadataPrimary()
+	survivors := []int{}
+	for i := range tc.nodes {
+		if i != leader {
+			survivors = append(survivors, i)
+		}
+	}
+	c := tc.dial(survivors[0])
+	const parts, per = 3, 5
+	tc.setupTopic(ctx, c, parts)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c, p, 0, 4, per)
+	}
+	tc.stop(leader)
+	clients := []*client.Client{tc.dial(survivors[0]), tc.dial(survivors[1])}
+	if _, err := clients[1].CreateStream(ctx, "after-failover", nil); err != nil {
+		t.Fatal(err)
+	}
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, clients[int(p)%2], p, 4, 8, per)
+	}
+	for _, i := range survivors {
+		l, v := tc.nodes[i].MetadataPrimary()
+		if l == leader || v <= view {
+			t.Fatalf("node %d: metadata primary %d in view %d after replica %d (view %d) stopped", i, l, v, leader, view)
+		}
+	}
+	for k, cl := range clients {
+		for p := uint32(0); p < parts; p++ {
+			eventually(t, 30*time.Second, fmt.Sprintf("node %d partition %d", survivors[k], p), func() error {
+				return checkPartition(ctx, cl, p, 8*per)
+			})
+		}
+		if _, err := cl.GetStream(ctx, wire.MustNamedID("after-failover")); err != nil {
+			t.Fatalf("node %d: %v", survivors[k], err)
+		}
+	}
+	// The stopped node comes back, catches up from its peers and holds the
+	// same segments.
+	if err := tc.start(leader, false); err != nil {
+		t.Fatal(err)
+	}
+	back := tc.dial(leader)
+	for p := uint32(0); p < parts; p++ {
+		eventually(t, 60*time.Second, fmt.Sprintf("restarted node %d partition %d", leader, p), func() error {
+			return checkPartition(ctx, back, p, 8*per)
+		})
+	}
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
+	if _, err := back.GetStream(ctx, wire.MustNamedID("after-failover")); err != nil {
+		t.Fatalf("restarted node %d: %v", leader, err)
 	}
 }
