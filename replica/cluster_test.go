@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/plane"
+	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -407,5 +410,136 @@ func TestClusterFailover(t *testing.T) {
 	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
 	if _, err := back.GetStream(ctx, wire.MustNamedID("after-failover")); err != nil {
 		t.Fatalf("restarted node %d: %v", leader, err)
+	}
+}
+
+// TestClusterFreshRejoin wipes a node (--fresh): it rejoins without voting
+// until it caught up and gets the metadata and every partition back from
+// its peers.
+func TestClusterFreshRejoin(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	const parts, per = 3, 5
+	tc.setupTopic(ctx, c, parts)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c, p, 0, 4, per)
+	}
+	const wiped = 2
+	tc.stop(wiped)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c, p, 4, 6, per)
+	}
+	if err := tc.start(wiped, true); err != nil {
+		t.Fatal(err)
+	}
+	back := tc.dial(wiped)
+	for p := uint32(0); p < parts; p++ {
+		eventually(t, 60*time.Second, fmt.Sprintf("wiped node partition %d", p), func() error {
+			return checkPartition(ctx, back, p, 6*per)
+		})
+	}
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
+	// The rejoined node takes part again: with another node down, the
+	// cluster still commits.
+	tc.stop(0)
+	c1 := tc.dial(1)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c1, p, 6, 7, per)
+	}
+	for p := uint32(0); p < parts; p++ {
+		eventually(t, 30*time.Second, fmt.Sprintf("partition %d after node 0 stopped", p), func() error {
+			return checkPartition(ctx, back, p, 7*per)
+		})
+	}
+}
+
+// TestClusterRefusesBadPeers sends garbage and impostor handshakes to a
+// node's replica port, and starts a node of another cluster on its data:
+// the node refuses them and keeps replicating.
+func TestClusterRefusesBadPeers(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := tc.dial(1)
+	tc.setupTopic(ctx, c, 1)
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(tc.repl[0]))
+	for _, junk := range [][]byte{
+		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+		bytes.Repeat([]byte{0xff}, 512),
+		append([]byte("IGGOREPL\x01\x01\x01\x02\x00\x03"), make([]byte, 114)...), // hello: bad cluster id, no MAC
+	} {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write(junk)
+		_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+		buf := make([]byte, 256)
+		if n, err := conn.Read(buf); err == nil {
+			t.Fatalf("the replica port answered %d bytes to garbage", n)
+		}
+		_ = conn.Close()
+	}
+	eventually(t, 20*time.Second, "garbage refusals counted", func() error {
+		if g := tc.nodes[0].plane.Stats().Refused(plane.ReasonGarbage); g < 2 {
+			return fmt.Errorf("%d garbage refusals", g)
+		}
+		return nil
+	})
+	// An impostor with the wrong key claiming replica id 1 dials node 2.
+	pc, err := plane.FromConfig(tc.config(1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Secret = []byte("a-wrong-key-that-is-long-enough-to-pass-checks")
+	imp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Listener = imp
+	pc.Deliver = func(uint8, uint64, vsr.Message) error { return nil }
+	impostor, err := plane.New(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := impostor.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer impostor.Close()
+	eventually(t, 20*time.Second, "impostor refused", func() error {
+		if g := tc.nodes[2].plane.Stats().Refused(plane.ReasonNoSharedKey); g == 0 {
+			return errors.New("no refusal for the wrong key yet")
+		}
+		return nil
+	})
+	if impostor.Connected(2) {
+		t.Fatal("the impostor got a link")
+	}
+	_ = impostor.Close()
+	sendAll(ctx, t, c, 0, 0, 3, 4)
+	for i := range tc.nodes {
+		eventually(t, 30*time.Second, fmt.Sprintf("node %d", i), func() error {
+			return checkPartition(ctx, tc.dial(i), 0, 12)
+		})
+	}
+	// Another cluster's node refuses this cluster's data directory.
+	tc.stop(2)
+	cfg := tc.config(2)
+	cfg.Cluster.Name = "another-cluster"
+	n, err := New(Options{Config: cfg, ReplicaID: 2, Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = n.Start()
+	if err == nil {
+		_ = n.Close()
+		t.Fatal("a node of another cluster booted on this cluster's data")
+	}
+	if !strings.Contains(err.Error(), "belongs to another cluster") {
+		t.Fatalf("refusal does not say why: %v", err)
 	}
 }

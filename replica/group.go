@@ -47,6 +47,9 @@ type groupSpec struct {
 	// durable state record names) and returns its manifest and the session
 	// table stored with it.
 	restore func(op uint64) (*vsr.Manifest, []byte, error)
+	// rejoin marks an empty group whose replica may have acknowledged ops
+	// before a wipe (vsr.Boot.Rejoin).
+	rejoin bool
 }
 
 // group drives one vsr.Replica: it executes the replica's Ready (state
@@ -179,6 +182,10 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 			boot.Journal = append(boot.Journal, e)
 		}
 	}
+	if payload == nil && spec.rejoin && spec.cfg.ReplicaCount > 1 {
+		boot.Rejoin = true
+		g.log.Info("empty group rejoins: it takes no part in votes until it caught up from its peers")
+	}
 	r, err := vsr.New(spec.cfg, spec.sm, boot)
 	if err != nil {
 		return fail(err)
@@ -287,6 +294,15 @@ func (g *group) process(rd vsr.Ready) {
 				g.fail(fmt.Errorf("journal truncate above %d: %w", op.Op, err))
 				return
 			}
+		case vsr.JournalRewrite:
+			flush()
+			if err := g.j.Repair(op.Op, op.Header[:], op.Body); err != nil {
+				g.fail(fmt.Errorf("journal repair of op %d: %w", op.Op, err))
+				return
+			}
+			g.log.Info("journal entry repaired from a peer", zap.Uint64("op", op.Op))
+			g.syncing = append(g.syncing, appended{op: op.Op, id: op.Header.Identity()})
+			g.sh.needSync(g)
 		case vsr.JournalDiscard:
 			flush()
 			if err := g.j.DiscardPrefix(op.Op); err != nil {

@@ -112,6 +112,10 @@ type partitionSpec struct {
 	// behind it (the purge committed but a crash stopped the partition's
 	// own purge op) is purged at boot.
 	purgeGen uint64
+	// rejoin: this node may have acknowledged ops of the partition before
+	// its disk was wiped (--fresh in a cluster): its new, empty replica
+	// must not vote until it caught up (vsr.Boot.Rejoin).
+	rejoin bool
 }
 
 const incarnationFile = "incarnation"
@@ -156,6 +160,7 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 		cluster:     sh.n.cluster,
 		incarnation: sh.n.incarnation,
 		restore:     p.restore,
+		rejoin:      spec.rejoin,
 	})
 	if err != nil {
 		_ = seg.Close()
