@@ -74,6 +74,9 @@ func (tc *testCluster) config(i int) *config.Config {
 	cfg.TCP.Address = "127.0.0.1:0"
 	cfg.Sharding.PinCores = false
 	cfg.Logging.FileEnabled = false
+	// The smallest metadata journal, so that tests reach journal eviction
+	// (and state transfer) quickly.
+	cfg.Metadata.JournalSlots = 4 * max(64, cfg.Metadata.PrepareQueueDepth)
 	cl := &cfg.Cluster
 	cl.Enabled = true
 	cl.Name = "iggo-test"
@@ -616,4 +619,47 @@ func TestClusterRepairsCorruptJournal(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestClusterStateTransfer wipes a node after its peers' journals dropped
+// the first ops of the metadata group and of a partition: the node gets
+// both back by state transfer (checkpoint, segments, session table) and
+// then by journal repair above the checkpoint.
+func TestClusterStateTransfer(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	tc.setupTopic(ctx, c, 1)
+	// Metadata journals keep journal_slots/2 = 128 ops below a checkpoint
+	// taken every 64; partition journals the same with 256 slots.
+	const streams, sends, per = 230, 300, 2
+	for i := 0; i < streams; i++ {
+		if _, err := c.CreateStream(ctx, fmt.Sprintf("extra-%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sendAll(ctx, t, c, 0, 0, sends, per)
+	const wiped = 2
+	tc.stop(wiped)
+	sendAll(ctx, t, c, 0, sends, sends+5, per)
+	if err := tc.start(wiped, true); err != nil {
+		t.Fatal(err)
+	}
+	back := tc.dial(wiped)
+	eventually(t, 90*time.Second, "wiped node serves every message", func() error {
+		return checkPartition(ctx, back, 0, (sends+5)*per)
+	})
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(1, 0, 1, 2) })
+	ss, err := back.GetStreams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != streams+1 {
+		t.Fatalf("wiped node lists %d streams, want %d", len(ss), streams+1)
+	}
+	if got := tc.nodes[wiped].installs.Load(); got < 2 {
+		t.Fatalf("%d checkpoints installed by state transfer, want the metadata's and the partition's", got)
+	}
 }
