@@ -88,7 +88,12 @@
 // own system commands, a send, an offset store or delete, an auto-commit)
 // is forwarded to the primary in a vsr Forward frame and the primary's
 // reply relayed back in a ForwardReply (layouts in package vsr,
-// forward.go); the connection cannot tell. A forward unanswered within
+// forward.go); the connection cannot tell. The primary then broadcasts
+// its commit point at once (vsr CommitNow) instead of at the next commit
+// heartbeat, and the forwarding node answers a metadata request only once
+// it applied the op itself (at most a forward deadline later), so the
+// client's next request there sees what it just created or joined. A
+// forward unanswered within
 // cluster.heartbeat_timeout, or refused by a peer that is no longer
 // primary, is answered 58 (TransientNotAccepted), which clients replay.
 // Metadata requests carry the client's session, so a replay is applied at
