@@ -219,6 +219,8 @@
 //	162 delete offset   [kind u8][id u32]
 //	170 purge           [generation u64]
 //	171 drop group      [group_id u32]
+//	172 delete segments [keep_from u64] (cluster mode: the sealed segments
+//	                    ending at or below keep_from go; a replay deletes nothing more)
 //
 // Replies: send [base_offset u64]; the others [code u32] (0, or 3021 for a
 // delete of an absent offset). An auto-commit never moves an offset back.
