@@ -274,6 +274,13 @@ func testClusterReplicates(t *testing.T, tls bool) {
 			}
 		}
 	}
+	// Read your writes: the node that took a partition's last send serves
+	// every message of it at once, even where it is a backup.
+	for p := uint32(0); p < parts; p++ {
+		if err := checkPartition(ctx, clients[(int(p)+batches-1)%3], p, batches*per); err != nil {
+			t.Fatalf("right after the last send: %v", err)
+		}
+	}
 	for i, c := range clients {
 		for p := uint32(0); p < parts; p++ {
 			eventually(t, 30*time.Second, fmt.Sprintf("node %d partition %d", i, p), func() error {

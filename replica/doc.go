@@ -90,9 +90,9 @@
 // reply relayed back in a ForwardReply (layouts in package vsr,
 // forward.go); the connection cannot tell. The primary then broadcasts
 // its commit point at once (vsr CommitNow) instead of at the next commit
-// heartbeat, and the forwarding node answers a metadata request only once
-// it applied the op itself (at most a forward deadline later), so the
-// client's next request there sees what it just created or joined. A
+// heartbeat, and the forwarding node answers only once it applied the op
+// itself (at most a forward deadline later), so the client's next request
+// there sees what it just created, joined or sent. A
 // forward unanswered within
 // cluster.heartbeat_timeout, or refused by a peer that is no longer
 // primary, is answered 58 (TransientNotAccepted), which clients replay.

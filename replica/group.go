@@ -33,6 +33,8 @@ type groupSM interface {
 	readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error)
 	writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error
 	install(m vsr.Manifest) error
+	// appliedOp is the last op applied to the state machine.
+	appliedOp() uint64
 }
 
 // groupSpec describes a group to open.
