@@ -115,11 +115,14 @@ func (tc *testCluster) start(i int, fresh bool) error {
 	return nil
 }
 
-func (tc *testCluster) startAll() {
+func (tc *testCluster) startAll() { tc.startAllWith(false) }
+
+// startAllWith starts every node at once, all with --fresh or none.
+func (tc *testCluster) startAllWith(fresh bool) {
 	tc.t.Helper()
 	errs := make(chan error, len(tc.nodes))
 	for i := range tc.nodes {
-		go func() { errs <- tc.start(i, false) }()
+		go func() { errs <- tc.start(i, fresh) }()
 	}
 	for range tc.nodes {
 		if err := <-errs; err != nil {
@@ -440,7 +443,9 @@ func TestClusterFailover(t *testing.T) {
 // its peers.
 func TestClusterFreshRejoin(t *testing.T) {
 	tc := newTestCluster(t, 3)
-	tc.startAll()
+	// A new cluster may start with --fresh everywhere: empty directories
+	// mean new nodes, not rejoining ones.
+	tc.startAllWith(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := tc.dial(0)
