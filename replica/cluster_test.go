@@ -792,3 +792,38 @@ func TestClusterDeleteSegments(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "identical segments after the deletion", func() error { return tc.sameSegments(1, 0, 1, 2) })
 }
+
+// TestClusterFullRestart stops every node and starts them again: the
+// groups elect primaries again, every node holds its data, and writes
+// resume.
+func TestClusterFullRestart(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := tc.dial(1)
+	const parts, per = 2, 4
+	tc.setupTopic(ctx, c, parts)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c, p, 0, 5, per)
+	}
+	for i := range tc.nodes {
+		tc.stop(i)
+	}
+	tc.startAll()
+	for i := range tc.nodes {
+		ci := tc.dial(i)
+		for p := uint32(0); p < parts; p++ {
+			sendAll(ctx, t, ci, p, 5+i, 6+i, per)
+		}
+	}
+	for i := range tc.nodes {
+		ci := tc.dial(i)
+		for p := uint32(0); p < parts; p++ {
+			eventually(t, 60*time.Second, fmt.Sprintf("node %d partition %d", i, p), func() error {
+				return checkPartition(ctx, ci, p, 8*per)
+			})
+		}
+	}
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
+}
