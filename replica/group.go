@@ -27,6 +27,14 @@ type groupSM interface {
 	// syncAppend reports whether the journal append of this prepare must be
 	// fdatasync'ed before it counts as written (persisted durability).
 	syncAppend(h *vsr.Header) bool
+	// State transfer (transfer.go): serve bytes of an artifact of this
+	// replica's latest checkpoint, stage received artifact bytes, and
+	// replace the state with a staged checkpoint.
+	readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error)
+	writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error
+	install(m vsr.Manifest) error
+	// appliedOp is the last op applied to the state machine.
+	appliedOp() uint64
 }
 
 // groupSpec describes a group to open.
@@ -47,6 +55,9 @@ type groupSpec struct {
 	// durable state record names) and returns its manifest and the session
 	// table stored with it.
 	restore func(op uint64) (*vsr.Manifest, []byte, error)
+	// rejoin marks an empty group whose replica may have acknowledged ops
+	// before a wipe (vsr.Boot.Rejoin).
+	rejoin bool
 }
 
 // group drives one vsr.Replica: it executes the replica's Ready (state
@@ -76,6 +87,20 @@ type group struct {
 	ticket  journal.SyncTicket
 
 	durableCkpt uint64
+	// Cluster mode: forwarded requests (token → deadline in ticks) and
+	// the tick count.
+	fwd   map[uint64]uint64
+	ticks uint64
+	held  []heldReply
+	// commitNow asks for an immediate commit broadcast once the current
+	// Ready is done (vsr CommitNow).
+	commitNow bool
+	// The last published role (cluster_view.go).
+	roleKnown   bool
+	roleView    uint32
+	roleStatus  string
+	rolePrimary bool
+	roleCommit  uint64
 	failed      error
 	closed      bool
 }
@@ -93,6 +118,14 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 		return nil, fmt.Errorf("replica: creating %s: %w", spec.dir, err)
 	}
 	sb, err := superblock.Open(fsys, spec.dir, spec.cluster, spec.cfg.Replica)
+	if errors.Is(err, superblock.ErrClusterMismatch) {
+		return nil, fmt.Errorf("replica: group %s: the data in %s belongs to another cluster (this node runs cluster.name %q); refusing to use it: %w",
+			spec.name, spec.dir, sh.n.cfg.Cluster.Name, err)
+	}
+	if errors.Is(err, superblock.ErrReplicaMismatch) {
+		return nil, fmt.Errorf("replica: group %s: the data in %s belongs to another replica (this node is --replica-id %d); refusing to use it: %w",
+			spec.name, spec.dir, spec.cfg.Replica, err)
+	}
 	if errors.Is(err, superblock.ErrNotFound) {
 		sb, err = superblock.Format(fsys, spec.dir, superblock.State{
 			Cluster: spec.cluster, Replica: spec.cfg.Replica, ReplicaCount: spec.cfg.ReplicaCount})
@@ -161,6 +194,10 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 			boot.Journal = append(boot.Journal, e)
 		}
 	}
+	if payload == nil && spec.rejoin && spec.cfg.ReplicaCount > 1 {
+		boot.Rejoin = true
+		g.log.Info("empty group rejoins: it takes no part in votes until it caught up from its peers")
+	}
 	r, err := vsr.New(spec.cfg, spec.sm, boot)
 	if err != nil {
 		return fail(err)
@@ -192,6 +229,12 @@ func (g *group) submit(t *task, req vsr.Request) {
 	g.token++
 	req.Token = g.token
 	g.waiting[req.Token] = t
+	if g.sh.n.replicaCount > 1 {
+		if to, ok := g.forwardTarget(); ok {
+			g.forward(to, req)
+			return
+		}
+	}
 	g.r.Submit(req)
 	g.sh.markDirty(g)
 }
@@ -263,6 +306,15 @@ func (g *group) process(rd vsr.Ready) {
 				g.fail(fmt.Errorf("journal truncate above %d: %w", op.Op, err))
 				return
 			}
+		case vsr.JournalRewrite:
+			flush()
+			if err := g.j.Repair(op.Op, op.Header[:], op.Body); err != nil {
+				g.fail(fmt.Errorf("journal repair of op %d: %w", op.Op, err))
+				return
+			}
+			g.log.Info("journal entry repaired from a peer", zap.Uint64("op", op.Op))
+			g.syncing = append(g.syncing, appended{op: op.Op, id: op.Header.Identity()})
+			g.sh.needSync(g)
 		case vsr.JournalDiscard:
 			flush()
 			if err := g.j.DiscardPrefix(op.Op); err != nil {
@@ -283,6 +335,40 @@ func (g *group) process(rd vsr.Ready) {
 	}
 	for _, m := range rd.Messages {
 		g.sh.n.transport.Send(g.id, m)
+	}
+	type xferDone struct {
+		token uint64
+		data  []byte
+		err   error
+	}
+	var artReads, artWrites []xferDone
+	for _, ar := range rd.ArtifactReads {
+		b, err := g.sm.readArtifact(ar.Checkpoint, ar.Artifact, ar.Offset, ar.Length)
+		if err != nil {
+			g.log.Warn("state transfer: serving an artifact failed", zap.Uint64("checkpoint", ar.Checkpoint),
+				zap.Uint32("artifact", ar.Artifact), zap.Error(err))
+		}
+		artReads = append(artReads, xferDone{token: ar.Token, data: b, err: err})
+	}
+	for _, aw := range rd.ArtifactWrites {
+		err := g.sm.writeArtifact(aw.Checkpoint, aw.Artifact, aw.Offset, aw.Data)
+		if err != nil {
+			g.log.Warn("state transfer: staging an artifact failed", zap.Uint64("checkpoint", aw.Checkpoint),
+				zap.Uint32("artifact", aw.Artifact), zap.Error(err))
+		}
+		artWrites = append(artWrites, xferDone{token: aw.Token, err: err})
+	}
+	var installOp uint64
+	var installErr error
+	hasInstall := rd.Install != nil
+	if hasInstall {
+		installOp = rd.Install.Manifest.Op
+		installErr = g.sm.install(rd.Install.Manifest)
+		if installErr != nil {
+			g.log.Error("state transfer: installing a checkpoint failed", zap.Uint64("checkpoint", installOp), zap.Error(installErr))
+		} else {
+			g.log.Info("state transfer: checkpoint installed", zap.Uint64("checkpoint", installOp))
+		}
 	}
 	for i := range rd.Replies {
 		g.complete(&rd.Replies[i])
@@ -306,6 +392,15 @@ func (g *group) process(rd vsr.Ready) {
 	}
 	if hasCkpt {
 		g.r.CheckpointDone(ckptOp, ckptM, ckptErr)
+	}
+	for _, d := range artReads {
+		g.r.ArtifactReadDone(d.token, d.data, d.err)
+	}
+	for _, d := range artWrites {
+		g.r.ArtifactWriteDone(d.token, d.err)
+	}
+	if hasInstall {
+		g.r.InstallDone(installOp, installErr)
 	}
 	if err := g.r.Err(); err != nil {
 		g.fail(err)
@@ -345,6 +440,11 @@ func (g *group) complete(rp *vsr.Reply) {
 	t.evict = rp.Eviction
 	t.op = rp.Op
 	t.reply = rp.Body
+	if rp.Op != 0 && g.id == vsr.MetadataGroup && g.sh.n.replicaCount > 1 {
+		// Metadata changes are rare and every node serves reads of them:
+		// tell the backups now, not at the next commit heartbeat.
+		g.commitNow = true
+	}
 	g.sh.deliverTask(t)
 }
 
@@ -363,6 +463,7 @@ func (g *group) fail(err error) {
 		t.failStatus(wireCodeUnavailable)
 		g.sh.deliverTask(t)
 	}
+	g.releaseHeld()
 }
 
 // drop closes the group's files and answers every waiting request with
@@ -374,5 +475,6 @@ func (g *group) drop(code uint32) {
 		g.sh.deliverTask(t)
 	}
 	g.closed = true
+	g.releaseHeld()
 	g.closeFiles()
 }

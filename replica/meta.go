@@ -28,7 +28,15 @@ const (
 // systemClient is the session id the node uses for its own metadata
 // commands (bootstrap, disconnect clean-up, token expiry). Client ids
 // minted by SDKs are random 128-bit values; this one is fixed.
+// Each node of a cluster has its own (the last byte is 1 + replica id), so
+// their sessions do not evict each other.
 var systemClient = vsr.Checksum{'i', 'g', 'g', 'o', ':', 's', 'y', 's', 't', 'e', 'm', 0, 0, 0, 0, 1}
+
+func (n *Node) systemClient() vsr.Checksum {
+	c := systemClient
+	c[15] = byte(1 + n.opts.ReplicaID)
+	return c
+}
 
 // metaSM is the metadata group's state machine on shard 0: it applies
 // committed prepares to the metadata store (publishing each new immutable
@@ -50,11 +58,17 @@ type metaSM struct {
 	sysBusy    bool
 	sysRetry   bool // a refused system request waits for the next tick
 	sysTask    task
+
+	// State transfer (transfer.go).
+	served metaServed
+	staged metaStaged
 }
 
 // Apply implements vsr.StateMachine.
 func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 	if h.Operation() == vsr.OperationRegister {
+		// A checkpoint may follow this op: the state must name it.
+		m.store.Advance(h.Op())
 		if len(body) == 5 && body[0] == registerUser {
 			uid := binary.LittleEndian.Uint32(body[1:])
 			u := m.store.View().User(uid)
@@ -72,6 +86,7 @@ func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 		// Bodies are built by this node's EncodeOp; one that does not decode
 		// is refused the same way on every replica.
 		m.n.log.Error("metadata prepare does not decode", zap.Uint64("op", h.Op()), zap.Error(err))
+		m.store.Advance(h.Op())
 		return codeReply(uint32(wire.CodeInvalidCommand))
 	}
 	meta.Op = h.Op()
@@ -81,7 +96,7 @@ func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 		return codeReply(uint32(res.Code))
 	}
 	if !m.booting && len(res.Effects) > 0 {
-		m.n.applyEffects(m.sh, m.store.View(), res.Effects)
+		m.n.applyEffects(m.sh, m.store.View(), res.Effects, h.Op())
 	}
 	out := codeReply(0)
 	var payload wire.ReplyPayload
@@ -108,6 +123,8 @@ func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 }
 
 func (m *metaSM) syncAppend(*vsr.Header) bool { return true }
+
+func (m *metaSM) appliedOp() uint64 { return m.store.View().LastApplied() }
 
 // Metadata checkpoint: metadata/snapshot.bin (journal.WriteSnapshot: the
 // data below plus a trailer with the op and its checksum). The data is
@@ -246,7 +263,7 @@ func (m *metaSM) pumpSystem() {
 	*t = task{kind: tkMeta, onDone: m.systemDone}
 	if m.sysSession == 0 {
 		body := []byte{registerSystem, 0, 0, 0, 0}
-		t.req = vsr.Request{Client: systemClient, Operation: vsr.OperationRegister, Body: body, WallClock: nowMicros()}
+		t.req = vsr.Request{Client: m.n.systemClient(), Operation: vsr.OperationRegister, Body: body, WallClock: nowMicros()}
 	} else {
 		c := m.sysQueue[0].cmd
 		body, err := metadata.EncodeOp(metadata.Meta{System: true}, c)
@@ -254,7 +271,7 @@ func (m *metaSM) pumpSystem() {
 			panic(fmt.Sprintf("replica: encoding system command %T: %v", c, err))
 		}
 		m.sysRequest++
-		t.req = vsr.Request{Client: systemClient, Session: m.sysSession, Request: m.sysRequest,
+		t.req = vsr.Request{Client: m.n.systemClient(), Session: m.sysSession, Request: m.sysRequest,
 			Operation: uint8(metadata.OperationOf(c)), Body: body, WallClock: nowMicros()}
 	}
 	m.sysBusy = true
@@ -285,7 +302,7 @@ func (m *metaSM) systemDone(t *task) {
 			m.n.log.Warn("system command rejected", zap.String("command", fmt.Sprintf("%T", m.sysQueue[0].cmd)),
 				zap.Uint32("code", code))
 		}
-		m.finishSystem(0)
+		m.finishSystem(code)
 	}
 	m.pumpSystem()
 }

@@ -34,6 +34,7 @@ const (
 	opDeleteOffset      = uint8(wire.OpDeleteConsumerOffset)
 	opPurgePartition    = uint8(170)
 	opDropGroupOffsets  = uint8(171)
+	opDeleteSegments    = uint8(172)
 	offsetFlagAuto      = 1
 	offsetOpSize        = 14
 	deleteOffsetOpSize  = 5
@@ -81,6 +82,7 @@ type partition struct {
 	flushMessages    uint32
 	flushBytes       uint64
 
+	applied  uint64 // last op applied
 	next     uint64 // offset the next applied batch gets
 	written  uint64 // offset after the last record handed to the segment log
 	purgeGen uint64 // applied purge generation
@@ -95,6 +97,13 @@ type partition struct {
 	avgRecord    float64
 
 	stats *partStats
+
+	// State transfer (transfer_partition.go, cluster mode).
+	segCfg     segment.Config
+	sealedSums map[uint64]sealedSum
+	segHash    *segHashState
+	served     servedPartition
+	stagedOp   uint64
 }
 
 // partitionDir is the directory of (stream, topic, partition).
@@ -112,6 +121,10 @@ type partitionSpec struct {
 	// behind it (the purge committed but a crash stopped the partition's
 	// own purge op) is purged at boot.
 	purgeGen uint64
+	// rejoin: this node may have acknowledged ops of the partition before
+	// its disk was wiped (--fresh in a cluster): its new, empty replica
+	// must not vote until it caught up (vsr.Boot.Rejoin).
+	rejoin bool
 }
 
 const incarnationFile = "incarnation"
@@ -135,6 +148,7 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 	if scfg.MaxRecordSize > segment.MaxRecordSizeLimit {
 		scfg.MaxRecordSize = segment.MaxRecordSizeLimit
 	}
+	p.segCfg = scfg
 	seg, rep, err := segment.Open(sh.fs, dir, scfg)
 	if err != nil {
 		return nil, fmt.Errorf("replica: partition %s: segments: %w", ns, err)
@@ -156,6 +170,7 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 		cluster:     sh.n.cluster,
 		incarnation: sh.n.incarnation,
 		restore:     p.restore,
+		rejoin:      spec.rejoin,
 	})
 	if err != nil {
 		_ = seg.Close()
@@ -223,8 +238,11 @@ func (p *partition) syncAppend(h *vsr.Header) bool {
 	return p.offsetDurability == metadata.DurabilityPersisted
 }
 
+func (p *partition) appliedOp() uint64 { return p.applied }
+
 // Apply implements vsr.StateMachine.
 func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
+	p.applied = h.Op()
 	switch h.Operation() {
 	case opSend:
 		return p.applySend(h, body)
@@ -274,6 +292,28 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 	case opDropGroupOffsets:
 		delete(p.offsets, offsetKey{kind: wire.ConsumerKindGroup, id: binary.LittleEndian.Uint32(body)})
 		return codeReply(0)
+	case opDeleteSegments:
+		if len(body) != 8 {
+			panic(fmt.Sprintf("replica: partition %s op %d: delete-segments body of %d bytes", p.ns, h.Op(), len(body)))
+		}
+		keep := binary.LittleEndian.Uint64(body)
+		p.flushSegments()
+		n := 0
+		for _, si := range p.seg.Segments() {
+			if !si.Sealed || si.NextOffset > keep {
+				break
+			}
+			n++
+		}
+		if n > 0 {
+			if _, err := p.seg.DeleteOldestSegments(n); err != nil {
+				p.log.Error("delete segments failed", zap.Error(err))
+				return codeReply(uint32(wire.CodeError))
+			}
+			p.sealedSums, p.segHash = nil, nil
+		}
+		p.publish()
+		return codeReply(0)
 	}
 	panic(fmt.Sprintf("replica: partition %s: unknown operation %d at op %d", p.ns, h.Operation(), h.Op()))
 }
@@ -289,6 +329,14 @@ func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
 	}
 	base := p.next
 	n := uint64(v.MessageCount())
+	if p.sh.n.replicaCount > 1 {
+		// The replica keeps the prepare body for retransmission and
+		// repair, and peers verify it against its checksum: stamp a copy.
+		body = bytes.Clone(body)
+		if v, err = wire.ParseBatch(body); err != nil {
+			panic(fmt.Sprintf("replica: partition %s op %d: copied batch does not parse: %v", p.ns, h.Op(), err))
+		}
+	}
 	v.Stamp(uint64(p.id), base, h.Timestamp())
 	p.next = base + n
 	reply := binary.LittleEndian.AppendUint64(make([]byte, 0, 8), base)
@@ -507,7 +555,13 @@ func (p *partition) checkpoint(op uint64, _ []byte) (vsr.Manifest, error) {
 	if err := p.g.sb.Write(st); err != nil {
 		return vsr.Manifest{}, err
 	}
-	return vsr.Manifest{Artifacts: []vsr.Artifact{{ID: 1, Size: uint64(len(data)), Checksum: vsrChecksum(sum)}}}, nil
+	m := vsr.Manifest{Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(data)), Checksum: vsrChecksum(sum)}}}
+	if p.sh.n.replicaCount > 1 {
+		if err := p.checkpointSegments(op, &m); err != nil {
+			return vsr.Manifest{}, err
+		}
+	}
+	return m, nil
 }
 
 // checkpointDurable implements groupSM: older checkpoint files go.
@@ -518,10 +572,13 @@ func (p *partition) checkpointDurable(op uint64) {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, partitionCkptPrefix) {
+		prefix := partitionCkptPrefix
+		if strings.HasPrefix(name, segListPrefix) {
+			prefix = segListPrefix
+		} else if !strings.HasPrefix(name, partitionCkptPrefix) {
 			continue
 		}
-		v, err := strconv.ParseUint(strings.TrimPrefix(name, partitionCkptPrefix), 10, 64)
+		v, err := strconv.ParseUint(strings.TrimPrefix(name, prefix), 10, 64)
 		if err == nil && v < op {
 			_ = p.sh.fs.Remove(filepath.Join(p.dir, name))
 		}
@@ -546,7 +603,12 @@ func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
 			p.ns, p.seg.NextOffset(), op, c.next)
 	}
 	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
-	return &vsr.Manifest{Op: op, Artifacts: []vsr.Artifact{{ID: 1, Size: uint64(len(b)), Checksum: vsrChecksum(c.sum)}}}, nil, nil
+	p.applied = op
+	m := &vsr.Manifest{Op: op, Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(b)), Checksum: vsrChecksum(c.sum)}}}
+	if p.sh.n.replicaCount > 1 {
+		p.restoreSegments(op, m)
+	}
+	return m, nil, nil
 }
 
 // writeFileSync writes a new file durably (data, fdatasync, directory
@@ -605,7 +667,14 @@ func writePurgeGen(fsys vfs.FS, dir string, gen uint64) error {
 func (p *partition) handle(t *task) {
 	switch t.kind {
 	case tkSend:
-		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: t.body})
+		body := t.body
+		if p.sh.n.replicaCount > 1 {
+			// The body outlives the reply (the replica retransmits it, the
+			// plane's queues reference it): it cannot alias the
+			// connection's read buffer.
+			body = bytes.Clone(body)
+		}
+		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: body})
 	case tkStoreOffset:
 		if p.next == 0 || t.offset > p.next-1 {
 			t.failStatus(uint32(wire.CodeInvalidOffset))
@@ -643,6 +712,13 @@ func (p *partition) handle(t *task) {
 		}
 		p.sh.deliverTask(t)
 	case tkDeleteSegments:
+		if p.sh.n.replicaCount > 1 {
+			// Every replica deletes the same segments: the op names the
+			// first offset to keep, so replaying it deletes nothing more.
+			p.g.submit(t, vsr.Request{Operation: opDeleteSegments, User: t.user, WallClock: nowMicros(),
+				Body: u64Bytes(p.keepFrom(int(t.count)))})
+			return
+		}
 		p.flushSegments()
 		if _, err := p.seg.DeleteOldestSegments(int(t.count)); err != nil {
 			p.log.Error("delete segments failed", zap.Error(err))
@@ -653,6 +729,23 @@ func (p *partition) handle(t *task) {
 	default:
 		panic(fmt.Sprintf("replica: partition task of kind %d", t.kind))
 	}
+}
+
+// keepFrom is the first offset kept when the oldest n sealed segments are
+// deleted.
+func (p *partition) keepFrom(n int) uint64 {
+	segs := p.seg.Segments()
+	sealed := 0
+	for _, si := range segs {
+		if si.Sealed {
+			sealed++
+		}
+	}
+	n = min(max(n, 0), sealed)
+	if n == 0 {
+		return p.seg.FirstOffset()
+	}
+	return segs[n-1].NextOffset
 }
 
 func encodeOffsetOp(k offsetKey, offset uint64, auto bool) []byte {

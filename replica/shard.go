@@ -31,6 +31,8 @@ const (
 	tkPartPurge                          // effect: purge a partition
 	tkGroupDeleted                       // effect: drop a deleted group's offsets
 	tkClean                              // retention pass over this shard's partitions
+	tkFrame                              // a replica-plane frame for a group of this shard
+	tkForwarded                          // a request a backup forwarded (internal, onDone)
 )
 
 // wireCodeUnavailable answers requests to a group that stopped after a
@@ -65,6 +67,9 @@ type task struct {
 	group uint32
 	cmd   metadata.Command
 	conn  *conn
+	// Replica-plane frames.
+	from uint8
+	msg  vsr.Message
 
 	// Results.
 	status  uint32 // non-zero: an Iggy code for the reply's status field
@@ -186,7 +191,9 @@ func (sh *shardLoop) closeAll() {
 // Pending implements shard.PendingReporter for the shutdown drain.
 func (sh *shardLoop) Pending() int {
 	n := len(sh.outbox)
-	if sh.meta != nil && !sh.meta.systemIdle() {
+	// A cluster node does not wait for its system commands: without a
+	// quorum they would never finish.
+	if sh.meta != nil && !sh.meta.systemIdle() && !sh.n.clustered() {
 		n++
 	}
 	return n
@@ -261,6 +268,18 @@ func (sh *shardLoop) drive() {
 					if g.failed != nil {
 						break
 					}
+				}
+				if g.commitNow && g.failed == nil {
+					g.commitNow = false
+					g.r.CommitNow()
+					for g.r.HasReady() && g.failed == nil {
+						progress = true
+						g.process(g.r.Ready())
+					}
+				}
+				g.publishRole()
+				if len(g.held) > 0 {
+					g.releaseHeld()
 				}
 			}
 		}
@@ -414,6 +433,13 @@ func (sh *shardLoop) tick(n uint64) {
 		for i := uint64(0); i < n; i++ {
 			g.r.Tick()
 		}
+		g.ticks += n
+		if len(g.fwd) > 0 {
+			g.expireForwards()
+		}
+		if len(g.held) > 0 {
+			g.releaseHeld()
+		}
 		sh.markDirty(g)
 	}
 	if sh.meta != nil {
@@ -454,9 +480,11 @@ func (sh *shardLoop) dispatch(t *task) {
 			panic(fmt.Sprintf("replica: metadata request on shard %d", sh.id))
 		}
 		sh.meta.submitClient(t)
+	case tkFrame:
+		sh.onFrame(t)
 	case tkSystem:
 		var waiter *task
-		if t.done != nil {
+		if t.done != nil || t.onDone != nil {
 			waiter = t
 		}
 		sh.meta.enqueueSystem(t.cmd, waiter)
@@ -527,6 +555,7 @@ func (sh *shardLoop) deletePartition(p *partition) {
 	p.close()
 	delete(sh.parts, p.ns)
 	delete(sh.groups, p.g.id)
+	sh.n.roles.remove(p.g.id)
 	sh.n.unregisterPartition(p)
 	if err := sh.fs.RemoveAll(p.dir); err != nil {
 		sh.log.Error("removing partition storage failed", zap.String("dir", p.dir), zap.Error(err))
