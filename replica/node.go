@@ -20,6 +20,7 @@ import (
 
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/gossip"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
@@ -101,6 +102,13 @@ type Node struct {
 	clients   clientRegistry
 	partStats sync.Map // shard.Namespace → *partStats
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
+
+	// Cluster metadata: the consensus side's view of the metadata group
+	// (nil: single node), gossip (cluster mode), and a test hook adjusting
+	// the gossip configuration before it starts.
+	mview      metadataView
+	ci         *clusterInfo
+	gossipTune func(*gossip.Config)
 
 	stopping  atomic.Bool
 	stop      chan struct{}
@@ -212,7 +220,9 @@ func (n *Node) Start() error {
 		n.closeStorage()
 		return err
 	}
+	n.startGossip()
 	if err := n.listen(); err != nil {
+		n.stopGossip()
 		_, _ = rt.Shutdown()
 		n.closeStorage()
 		return err
@@ -709,6 +719,7 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.stopping.Store(true)
 		close(n.stop)
+		n.stopGossip() // first, so the others see this node leave rather than fail
 		if n.ln != nil {
 			_ = n.ln.Close()
 		}
