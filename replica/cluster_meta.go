@@ -12,25 +12,19 @@ import (
 
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/gossip"
+	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
 
-// metadataView is what cluster metadata needs from the consensus side: who
-// is the primary of the metadata group in which view, and whether this
-// node's metadata replica is in normal status (so that answer is current).
-// The clustered node plugs its view of the metadata group here; nil is the
-// single node, always its own primary.
-type metadataView interface {
-	MetadataLeader() (primary uint8, view uint32, normal bool)
-}
-
-// metadataLeadership asks the consensus side who leads.
+// metadataLeadership reads the metadata group's published role (cluster
+// view): its primary and view, current only while the replica is in normal
+// status.
 func (n *Node) metadataLeadership() leadership {
-	if n.mview == nil {
-		return leadership{known: true, primary: uint8(n.opts.ReplicaID)}
+	r, ok := n.roles.get(vsr.MetadataGroup)
+	if !ok {
+		return leadership{}
 	}
-	p, v, ok := n.mview.MetadataLeader()
-	return leadership{known: ok, primary: p, view: v}
+	return leadership{known: r.Status == "normal", primary: uint8(r.Primary), view: r.View}
 }
 
 // leadership is who leads the metadata group as one node sees it.

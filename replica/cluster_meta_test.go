@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
+	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/gossip"
 	"github.com/iggo/iggo/wire"
@@ -155,7 +157,7 @@ func fastGossip(c *gossip.Config) {
 	c.Logger = zap.NewNop() // memberlist may log briefly after Shutdown
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -220,8 +222,8 @@ func TestClusterInfoGossip(t *testing.T) {
 			return true
 		}
 	}
-	eventually(t, "every node names node 1 leader, all healthy", agree(1, [3]uint8{}, 0, 1, 2))
-	eventually(t, "node 1's leader claim is gossiped", func() bool {
+	waitUntil(t, "every node names node 1 leader, all healthy", agree(1, [3]uint8{}, 0, 1, 2))
+	waitUntil(t, "node 1's leader claim is gossiped", func() bool {
 		m, _ := cis[0].current().Member(1)
 		return m.Meta.Role == gossip.RoleLeader && m.Meta.View == 1
 	})
@@ -229,21 +231,21 @@ func TestClusterInfoGossip(t *testing.T) {
 	// Node 0 loses track (view change): it points clients at the member
 	// claiming leadership. Then the view moves on to node 2.
 	boxes[0].set(leadership{view: 2})
-	eventually(t, "node 0 announces unknown", func() bool {
+	waitUntil(t, "node 0 announces unknown", func() bool {
 		m, _ := cis[2].current().Member(0)
 		return m.Meta.Role == gossip.RoleUnknown && m.Meta.View == 2
 	})
-	eventually(t, "node 0 still names node 1 from gossip", agree(1, [3]uint8{}, 0))
+	waitUntil(t, "node 0 still names node 1 from gossip", agree(1, [3]uint8{}, 0))
 	for _, b := range boxes {
 		b.set(leadership{known: true, primary: 2, view: 2})
 	}
-	eventually(t, "every node names node 2", agree(2, [3]uint8{}, 0, 1, 2))
+	waitUntil(t, "every node names node 2", agree(2, [3]uint8{}, 0, 1, 2))
 
 	// Node 1 leaves: the others report it unreachable.
 	cis[1].close()
 	cis[1].close() // idempotent
 	const U = uint8(gossip.StatusUnreachable)
-	eventually(t, "node 1 unreachable on nodes 0 and 2", agree(2, [3]uint8{0, U, 0}, 0, 2))
+	waitUntil(t, "node 1 unreachable on nodes 0 and 2", agree(2, [3]uint8{0, U, 0}, 0, 2))
 }
 
 // TestClusterInfoBindFailureIsRetried: gossip whose port is taken does not
@@ -283,7 +285,7 @@ func TestClusterInfoBindFailureIsRetried(t *testing.T) {
 	}
 	tcp.Close()
 	udp.Close()
-	eventually(t, "gossip started after the port freed", func() bool { return ci.current() != nil })
+	waitUntil(t, "gossip started after the port freed", func() bool { return ci.current() != nil })
 	if got := ci.current().LocalAddr().Port(); got != port {
 		t.Fatalf("gossip bound %d, want %d", got, port)
 	}
@@ -333,4 +335,151 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// startGossiping boots node i of tc like tc.start, with an explicit gossip
+// port and fast gossip timings.
+func startGossiping(tc *testCluster, i int, gossipPorts []int) error {
+	cfg := tc.config(i)
+	for j := range cfg.Cluster.Nodes {
+		cfg.Cluster.Nodes[j].Ports.Gossip = config.Port(uint16(gossipPorts[j]))
+	}
+	n, err := New(Options{Config: cfg, ReplicaID: i, DefaultRootCredentials: true, Environ: []string{},
+		Logger: zaptest.NewLogger(tc.t, zaptest.Level(zap.WarnLevel)).With(zap.Int("node", i))})
+	if err != nil {
+		return err
+	}
+	n.gossipTune = fastGossip
+	if err := n.Start(); err != nil {
+		return err
+	}
+	tc.nodes[i] = n
+	return nil
+}
+
+// dialStay logs in at node i and stays there (no leader redirection), as a
+// client that wants that node's answer.
+func dialStay(t *testing.T, tc *testCluster, i int) *client.Client {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{tc.nodes[i].Addr()}
+	cfg.Username, cfg.Password = DefaultRootUsername, DefaultRootPassword
+	cfg.HeartbeatInterval = 0
+	cfg.MaxRedirects = 0
+	cfg.Reconnect.Enabled = false
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		c, err := client.Dial(ctx, cfg)
+		if err == nil {
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("dialing node %d: %v", i, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClusterMetadataAcrossNodes runs three in-process nodes with gossip:
+// every node names the same leader (the metadata primary) with every node
+// healthy at its roster endpoint; a client dialed at a backup ends up on
+// the leader; after the leader is killed (no leave announcement) both
+// survivors report it unreachable within seconds and name the same new
+// leader.
+func TestClusterMetadataAcrossNodes(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	gports := []int{freePort(t), freePort(t), freePort(t)}
+	errs := make(chan error, 3)
+	for i := range tc.nodes {
+		go func() { errs <- startGossiping(tc, i, gports) }()
+	}
+	for range tc.nodes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	clients := []*client.Client{dialStay(t, tc, 0), dialStay(t, tc, 1), dialStay(t, tc, 2)}
+	for i, c := range clients {
+		if c.Addr() != tc.nodes[i].Addr() {
+			t.Fatalf("client %d moved to %s", i, c.Addr())
+		}
+	}
+	const U = uint8(gossip.StatusUnreachable)
+	// agree checks that every listed node names leader and reports status.
+	agree := func(on []int, leader int, status [3]uint8) func() error {
+		return func() error {
+			for _, i := range on {
+				md, err := clients[i].GetClusterMetadata(ctx)
+				if err != nil {
+					return err
+				}
+				if len(md.Nodes) != 3 {
+					return fmt.Errorf("node %d: %d nodes", i, len(md.Nodes))
+				}
+				for j, nd := range md.Nodes {
+					if nd.Name != fmt.Sprintf("node-%d", j) || nd.IP != "127.0.0.1" || int(nd.TCPPort) != tc.client[j] {
+						return fmt.Errorf("node %d reports node %d at %s:%d as %q", i, j, nd.IP, nd.TCPPort, nd.Name)
+					}
+					if (nd.Role == wire.RoleLeader) != (j == leader) || nd.Status != status[j] {
+						return fmt.Errorf("node %d reports node %d role %d status %d; want leader %d, status %v", i, j, nd.Role, nd.Status, leader, status)
+					}
+				}
+			}
+			return nil
+		}
+	}
+	leader, view := tc.nodes[0].MetadataPrimary()
+	eventually(t, 20*time.Second, "every node names the metadata primary, all healthy", agree([]int{0, 1, 2}, leader, [3]uint8{}))
+
+	// A client with the default leader check dialed at a backup moves to
+	// the leader.
+	backup := (leader + 1) % 3
+	lc := tc.dial(backup)
+	if lc.Addr() != tc.nodes[leader].Addr() {
+		t.Fatalf("client dialed at backup %d is on %s, leader %d is %s", backup, lc.Addr(), leader, tc.nodes[leader].Addr())
+	}
+
+	// Kill the leader as a crash would: gossip goes silent without leaving.
+	if g := tc.nodes[leader].ci.current(); g == nil {
+		t.Fatal("leader has no gossip")
+	} else if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	tc.stop(leader)
+	var survivors []int
+	status := [3]uint8{}
+	status[leader] = U
+	for i := range tc.nodes {
+		if i != leader {
+			survivors = append(survivors, i)
+		}
+	}
+	eventually(t, 10*time.Second, "survivors report the killed leader unreachable", func() error {
+		for _, i := range survivors {
+			md, err := clients[i].GetClusterMetadata(ctx)
+			if err != nil {
+				return err
+			}
+			if md.Nodes[leader].Status != U {
+				return fmt.Errorf("node %d reports killed node %d status %d", i, leader, md.Nodes[leader].Status)
+			}
+		}
+		return nil
+	})
+	t.Logf("killed leader reported unreachable after %v", time.Since(killed).Round(time.Millisecond))
+	var newLeader int
+	eventually(t, 60*time.Second, "survivors elect a new metadata primary", func() error {
+		l, v := tc.nodes[survivors[0]].MetadataPrimary()
+		if l == leader || v <= view {
+			return fmt.Errorf("node %d: primary %d view %d", survivors[0], l, v)
+		}
+		newLeader = l
+		return nil
+	})
+	eventually(t, 20*time.Second, "both survivors name the new leader", agree(survivors, newLeader, status))
 }

@@ -47,6 +47,9 @@ type groupSpec struct {
 	// durable state record names) and returns its manifest and the session
 	// table stored with it.
 	restore func(op uint64) (*vsr.Manifest, []byte, error)
+	// rejoin marks an empty group whose replica may have acknowledged ops
+	// before a wipe (vsr.Boot.Rejoin).
+	rejoin bool
 }
 
 // group drives one vsr.Replica: it executes the replica's Ready (state
@@ -76,6 +79,16 @@ type group struct {
 	ticket  journal.SyncTicket
 
 	durableCkpt uint64
+	// Cluster mode: forwarded requests (token → deadline in ticks) and
+	// the tick count.
+	fwd   map[uint64]uint64
+	ticks uint64
+	// The last published role (cluster_view.go).
+	roleKnown   bool
+	roleView    uint32
+	roleStatus  string
+	rolePrimary bool
+	roleCommit  uint64
 	failed      error
 	closed      bool
 }
@@ -93,6 +106,14 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 		return nil, fmt.Errorf("replica: creating %s: %w", spec.dir, err)
 	}
 	sb, err := superblock.Open(fsys, spec.dir, spec.cluster, spec.cfg.Replica)
+	if errors.Is(err, superblock.ErrClusterMismatch) {
+		return nil, fmt.Errorf("replica: group %s: the data in %s belongs to another cluster (this node runs cluster.name %q); refusing to use it: %w",
+			spec.name, spec.dir, sh.n.cfg.Cluster.Name, err)
+	}
+	if errors.Is(err, superblock.ErrReplicaMismatch) {
+		return nil, fmt.Errorf("replica: group %s: the data in %s belongs to another replica (this node is --replica-id %d); refusing to use it: %w",
+			spec.name, spec.dir, spec.cfg.Replica, err)
+	}
 	if errors.Is(err, superblock.ErrNotFound) {
 		sb, err = superblock.Format(fsys, spec.dir, superblock.State{
 			Cluster: spec.cluster, Replica: spec.cfg.Replica, ReplicaCount: spec.cfg.ReplicaCount})
@@ -161,6 +182,10 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 			boot.Journal = append(boot.Journal, e)
 		}
 	}
+	if payload == nil && spec.rejoin && spec.cfg.ReplicaCount > 1 {
+		boot.Rejoin = true
+		g.log.Info("empty group rejoins: it takes no part in votes until it caught up from its peers")
+	}
 	r, err := vsr.New(spec.cfg, spec.sm, boot)
 	if err != nil {
 		return fail(err)
@@ -192,6 +217,12 @@ func (g *group) submit(t *task, req vsr.Request) {
 	g.token++
 	req.Token = g.token
 	g.waiting[req.Token] = t
+	if g.sh.n.replicaCount > 1 {
+		if to, ok := g.forwardTarget(); ok {
+			g.forward(to, req)
+			return
+		}
+	}
 	g.r.Submit(req)
 	g.sh.markDirty(g)
 }
@@ -263,6 +294,15 @@ func (g *group) process(rd vsr.Ready) {
 				g.fail(fmt.Errorf("journal truncate above %d: %w", op.Op, err))
 				return
 			}
+		case vsr.JournalRewrite:
+			flush()
+			if err := g.j.Repair(op.Op, op.Header[:], op.Body); err != nil {
+				g.fail(fmt.Errorf("journal repair of op %d: %w", op.Op, err))
+				return
+			}
+			g.log.Info("journal entry repaired from a peer", zap.Uint64("op", op.Op))
+			g.syncing = append(g.syncing, appended{op: op.Op, id: op.Header.Identity()})
+			g.sh.needSync(g)
 		case vsr.JournalDiscard:
 			flush()
 			if err := g.j.DiscardPrefix(op.Op); err != nil {

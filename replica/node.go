@@ -22,6 +22,7 @@ import (
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/gossip"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -55,8 +56,14 @@ type Options struct {
 	// Logger receives everything the node logs; nil discards.
 	Logger *zap.Logger
 	// Transport carries replica-plane messages; nil is the single-node
-	// transport, which has nowhere to send them.
+	// transport, which has nowhere to send them, or in cluster mode the
+	// replica plane (package plane).
 	Transport Transport
+	// ClientListener and ReplicaListener, when set, are adopted instead of
+	// binding the client TCP address and tcp_replica (tests bind port 0
+	// first and write the ports into the roster).
+	ClientListener  net.Listener
+	ReplicaListener net.Listener
 }
 
 // Transport is the replica plane seen from the consensus groups: every
@@ -77,6 +84,20 @@ type Node struct {
 	cfg  *config.Config
 	opts Options
 	log  *zap.Logger
+
+	// Cluster mode (cluster.go): the replica plane, the roster size, this
+	// node's roster entry and the published group roles.
+	plane               *plane.Transport
+	replicaCount        int
+	member              config.ClusterNode
+	roles               roleBoard
+	forwardTimeoutTicks uint64
+	// fresh: --fresh wiped a cluster node's disk. Groups it recreates
+	// rejoin (vsr.Boot.Rejoin) until the metadata group caught up with the
+	// commit point it learned when it first reached normal status
+	// (freshTarget; shard 0 only).
+	fresh       bool
+	freshTarget uint64
 
 	store     *metadata.Store
 	rt        *shard.Runtime[*task]
@@ -103,10 +124,8 @@ type Node struct {
 	partStats sync.Map // shard.Namespace → *partStats
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
 
-	// Cluster metadata: the consensus side's view of the metadata group
-	// (nil: single node), gossip (cluster mode), and a test hook adjusting
-	// the gossip configuration before it starts.
-	mview      metadataView
+	// Gossip (cluster mode) and a test hook adjusting its configuration
+	// before it starts.
 	ci         *clusterInfo
 	gossipTune func(*gossip.Config)
 
@@ -124,11 +143,19 @@ func New(opts Options) (*Node, error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
+	var member config.ClusterNode
+	replicas := 1
 	if opts.Config.Cluster.Enabled {
-		return nil, errors.New("replica: cluster.enabled = true: this build runs a single node; set cluster.enabled = false")
-	}
-	if opts.ReplicaID != 0 {
-		return nil, fmt.Errorf("replica: --replica-id %d: a single node is replica 0", opts.ReplicaID)
+		m, err := clusterMember(opts.Config, opts.ReplicaID)
+		if err != nil {
+			return nil, err
+		}
+		member, replicas = m, len(opts.Config.Cluster.Nodes)
+		if replicas > vsr.ReplicasMax {
+			return nil, fmt.Errorf("replica: cluster.nodes lists %d nodes, at most %d", replicas, vsr.ReplicasMax)
+		}
+	} else if opts.ReplicaID != 0 {
+		return nil, fmt.Errorf("replica: --replica-id %d: a single node (cluster.enabled = false) is replica 0", opts.ReplicaID)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -138,12 +165,22 @@ func New(opts Options) (*Node, error) {
 	if tr == nil {
 		tr = noTransport{}
 	}
-	n := &Node{cfg: opts.Config, opts: opts, log: log, transport: tr, stop: make(chan struct{})}
+	n := &Node{cfg: opts.Config, opts: opts, log: log, transport: tr, stop: make(chan struct{}),
+		member: member, replicaCount: replicas}
+	n.forwardTimeoutTicks = max(1, config.Ticks(opts.Config.Cluster.HeartbeatTimeout.Duration))
 	n.maxFrame = uint32(opts.Config.MessageBus.MaxMessageSize.Bytes())
 	n.pollBufferMax = int(n.maxFrame) - wire.HeaderSize - wire.PollReplyPrefixSize
 	sum := xxh3.Hash128([]byte(opts.Config.Cluster.Name))
 	n.cluster = superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}
 	n.clusterID = vsrChecksum(sum)
+	if n.clustered() {
+		// The replica plane's id of cluster.name: frames, prepares and
+		// superblocks all carry it, so a node refuses another cluster's
+		// data and peers.
+		id := plane.ClusterID(opts.Config.Cluster.Name)
+		n.clusterID = id
+		n.cluster = superblock.Uint128{Lo: binary.LittleEndian.Uint64(id[:8]), Hi: binary.LittleEndian.Uint64(id[8:])}
+	}
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
@@ -172,6 +209,7 @@ func (n *Node) Start() error {
 	cfg := n.cfg
 	osfs := vfs.NewOS()
 	if n.opts.Fresh {
+		n.fresh = n.clustered()
 		n.log.Warn("--fresh: wiping the data directory", zap.String("path", cfg.Path))
 		if err := osfs.RemoveAll(cfg.Path); err != nil {
 			return fmt.Errorf("replica: wiping %s: %w", cfg.Path, err)
@@ -208,6 +246,14 @@ func (n *Node) Start() error {
 	for i := range n.shards {
 		n.shards[i] = newShardLoop(n, i, fss[i])
 	}
+	if n.clustered() {
+		if err := n.newPlane(); err != nil {
+			n.closeStorage()
+			return err
+		}
+		n.log.Info("cluster mode", zap.String("cluster", cfg.Cluster.Name), zap.Int("replica_id", n.opts.ReplicaID),
+			zap.String("node", n.member.Name), zap.Int("replicas", n.replicaCount))
+	}
 	if err := n.bootMetadata(); err != nil {
 		n.closeStorage()
 		return err
@@ -220,12 +266,28 @@ func (n *Node) Start() error {
 		n.closeStorage()
 		return err
 	}
+	if n.plane != nil {
+		if err := n.plane.Start(); err != nil {
+			_, _ = rt.Shutdown()
+			n.closeStorage()
+			return err
+		}
+	}
 	n.startGossip()
 	if err := n.listen(); err != nil {
 		n.stopGossip()
+		if n.plane != nil {
+			_ = n.plane.Close()
+		}
 		_, _ = rt.Shutdown()
 		n.closeStorage()
 		return err
+	}
+	if n.clustered() {
+		if err := n.clusterBootstrap(); err != nil {
+			_ = n.Close()
+			return err
+		}
 	}
 	n.startBackground()
 	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("path", cfg.Path),
@@ -238,7 +300,7 @@ func (n *Node) baseVSRConfig(group uint64) vsr.Config {
 	cl := n.cfg.Cluster
 	c.Cluster = n.clusterID
 	c.Group = group
-	c.Replica, c.ReplicaCount = 0, 1
+	c.Replica, c.ReplicaCount = uint8(n.opts.ReplicaID), uint8(n.replicaCount)
 	c.MessageSizeMax = n.maxFrame
 	c.HeartbeatTimeout = cl.HeartbeatTimeout.Duration
 	c.CommitBroadcastInterval = cl.CommitBroadcastInterval.Duration
@@ -315,6 +377,7 @@ func (n *Node) bootMetadata() error {
 		cluster:     n.cluster,
 		incarnation: n.incarnation,
 		restore:     m.restore,
+		rejoin:      n.fresh,
 	})
 	if err != nil {
 		return err
@@ -326,6 +389,13 @@ func (n *Node) bootMetadata() error {
 	view := n.store.View()
 	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Int("streams", view.StreamsCount()),
 		zap.Int("users", len(view.Users())))
+	if n.clustered() {
+		// Registering the node's session and creating root need a quorum:
+		// they run once the shards and the replica plane are up
+		// (clusterBootstrap).
+		m.booting = false
+		return nil
+	}
 	m.pumpSystem()
 	if err := n.bootWait(sh, func() bool { return m.sysSession != 0 }, "registering the system session"); err != nil {
 		return err
@@ -450,7 +520,14 @@ func (n *Node) bootPartitions() error {
 			}
 		}
 	}
-	if err := n.removeStaleStorage(keep); err != nil {
+	if n.clustered() {
+		// A restarted cluster node may recover metadata that is behind its
+		// peers': storage it does not know yet may belong to a partition
+		// the metadata group will tell it about. Never delete it here; a
+		// partition recreated with another revision claims (wipes) its
+		// directory when it opens.
+		n.reportUnknownStorage(keep)
+	} else if err := n.removeStaleStorage(keep); err != nil {
 		return err
 	}
 	errs := make([]error, len(n.shards))
@@ -557,7 +634,7 @@ func (n *Node) PartitionStats(stream, topic uint32, p metadata.Partition) metada
 
 // applyEffects turns committed metadata effects into work for the shards
 // that own the partitions (called on shard 0 as the command applies).
-func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metadata.Effect) {
+func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metadata.Effect, op uint64) {
 	for _, e := range effects {
 		switch e.Kind {
 		case metadata.EffectPartitionCreated:
@@ -571,7 +648,8 @@ func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metad
 			}
 			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
 			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartOpen, ns: ns,
-				spec: partitionSpec{stream: e.Stream, topic: e.Topic, id: e.Partition, revision: e.Revision, config: tp.Config}})
+				spec: partitionSpec{stream: e.Stream, topic: e.Topic, id: e.Partition, revision: e.Revision, config: tp.Config,
+					rejoin: n.rejoining(op)}})
 		case metadata.EffectPartitionDeleted:
 			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
 			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartDelete, ns: ns, rev: e.Revision})
@@ -613,9 +691,13 @@ func partitionRevision(view *metadata.State, stream, topic, id uint32) uint64 {
 }
 
 func (n *Node) listen() error {
-	ln, err := net.Listen("tcp", n.cfg.TCP.Address)
-	if err != nil {
-		return fmt.Errorf("replica: binding tcp %s: %w", n.cfg.TCP.Address, err)
+	ln := n.opts.ClientListener
+	if ln == nil {
+		addr := n.clientListenAddr()
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("replica: binding tcp %s: %w", addr, err)
+		}
 	}
 	n.ln = ln
 	n.bound = ln.Addr().String()
@@ -725,6 +807,9 @@ func (n *Node) Close() error {
 		}
 		n.clients.closeAll()
 		n.bg.Wait()
+		if n.plane != nil {
+			_ = n.plane.Close()
+		}
 		if n.rt != nil {
 			if _, e := n.rt.Shutdown(); e != nil {
 				err = e

@@ -112,6 +112,10 @@ type partitionSpec struct {
 	// behind it (the purge committed but a crash stopped the partition's
 	// own purge op) is purged at boot.
 	purgeGen uint64
+	// rejoin: this node may have acknowledged ops of the partition before
+	// its disk was wiped (--fresh in a cluster): its new, empty replica
+	// must not vote until it caught up (vsr.Boot.Rejoin).
+	rejoin bool
 }
 
 const incarnationFile = "incarnation"
@@ -156,6 +160,7 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 		cluster:     sh.n.cluster,
 		incarnation: sh.n.incarnation,
 		restore:     p.restore,
+		rejoin:      spec.rejoin,
 	})
 	if err != nil {
 		_ = seg.Close()
@@ -289,6 +294,14 @@ func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
 	}
 	base := p.next
 	n := uint64(v.MessageCount())
+	if p.sh.n.replicaCount > 1 {
+		// The replica keeps the prepare body for retransmission and
+		// repair, and peers verify it against its checksum: stamp a copy.
+		body = bytes.Clone(body)
+		if v, err = wire.ParseBatch(body); err != nil {
+			panic(fmt.Sprintf("replica: partition %s op %d: copied batch does not parse: %v", p.ns, h.Op(), err))
+		}
+	}
 	v.Stamp(uint64(p.id), base, h.Timestamp())
 	p.next = base + n
 	reply := binary.LittleEndian.AppendUint64(make([]byte, 0, 8), base)
@@ -605,7 +618,14 @@ func writePurgeGen(fsys vfs.FS, dir string, gen uint64) error {
 func (p *partition) handle(t *task) {
 	switch t.kind {
 	case tkSend:
-		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: t.body})
+		body := t.body
+		if p.sh.n.replicaCount > 1 {
+			// The body outlives the reply (the replica retransmits it, the
+			// plane's queues reference it): it cannot alias the
+			// connection's read buffer.
+			body = bytes.Clone(body)
+		}
+		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: body})
 	case tkStoreOffset:
 		if p.next == 0 || t.offset > p.next-1 {
 			t.failStatus(uint32(wire.CodeInvalidOffset))
