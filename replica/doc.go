@@ -166,7 +166,7 @@
 // by message_bus.close_peer_timeout), so the others report it unreachable
 // at once; a crashed node reads unreachable after memberlist's failure
 // detection, a probe round plus 4 probe intervals of suspicion (about 5 s
-// with the default 1 s probe interval).
+// in a 3-node cluster with the default 1 s probe interval).
 //
 // What Iggy's Go SDK does with it (foreign/go: tcp_session_management.go,
 // internal/util/leader_aware.go): after every login it reads the roster;
