@@ -357,15 +357,15 @@ func startGossiping(tc *testCluster, i int, gossipPorts []int) error {
 	return nil
 }
 
-// dialStay logs in at node i and stays there (no leader redirection), as a
-// client that wants that node's answer.
-func dialStay(t *testing.T, tc *testCluster, i int) *client.Client {
+// dialNode logs in at node i with at most redirects leader redirections
+// (0: stay there, as a client that wants that node's answer).
+func dialNode(t *testing.T, tc *testCluster, i, redirects int) *client.Client {
 	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{tc.nodes[i].Addr()}
 	cfg.Username, cfg.Password = DefaultRootUsername, DefaultRootPassword
 	cfg.HeartbeatInterval = 0
-	cfg.MaxRedirects = 0
+	cfg.MaxRedirects = redirects
 	cfg.Reconnect.Enabled = false
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -402,7 +402,7 @@ func TestClusterMetadataAcrossNodes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	clients := []*client.Client{dialStay(t, tc, 0), dialStay(t, tc, 1), dialStay(t, tc, 2)}
+	clients := []*client.Client{dialNode(t, tc, 0, 0), dialNode(t, tc, 1, 0), dialNode(t, tc, 2, 0)}
 	for i, c := range clients {
 		if c.Addr() != tc.nodes[i].Addr() {
 			t.Fatalf("client %d moved to %s", i, c.Addr())
@@ -438,7 +438,7 @@ func TestClusterMetadataAcrossNodes(t *testing.T) {
 	// A client with the default leader check dialed at a backup moves to
 	// the leader.
 	backup := (leader + 1) % 3
-	lc := tc.dial(backup)
+	lc := dialNode(t, tc, backup, client.DefaultConfig().MaxRedirects)
 	if lc.Addr() != tc.nodes[leader].Addr() {
 		t.Fatalf("client dialed at backup %d is on %s, leader %d is %s", backup, lc.Addr(), leader, tc.nodes[leader].Addr())
 	}

@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"net"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -160,6 +162,7 @@ func (n *Node) GroupRoles() []GroupRole {
 type PeerLink struct {
 	ReplicaID int
 	Name      string
+	// Addr is the peer's replica-plane address (ip:tcp_replica).
 	Addr      string
 	Connected bool
 }
@@ -177,7 +180,7 @@ func (n *Node) PeerLinks() []PeerLink {
 		}
 		addr := ""
 		if m.Ports.TCPReplica != nil {
-			addr = m.IP
+			addr = net.JoinHostPort(m.IP, strconv.Itoa(int(*m.Ports.TCPReplica)))
 		}
 		out = append(out, PeerLink{ReplicaID: m.ReplicaID, Name: m.Name, Addr: addr,
 			Connected: n.plane.Connected(uint8(m.ReplicaID))})

@@ -58,6 +58,10 @@ type metaSM struct {
 	sysBusy    bool
 	sysRetry   bool // a refused system request waits for the next tick
 	sysTask    task
+
+	// State transfer (transfer.go).
+	served metaServed
+	staged metaStaged
 }
 
 // Apply implements vsr.StateMachine.

@@ -98,6 +98,8 @@ type Node struct {
 	// (freshTarget; shard 0 only).
 	fresh       bool
 	freshTarget uint64
+	// installs counts checkpoints installed by state transfer.
+	installs atomic.Uint64
 
 	store     *metadata.Store
 	rt        *shard.Runtime[*task]

@@ -95,6 +95,13 @@ type partition struct {
 	avgRecord    float64
 
 	stats *partStats
+
+	// State transfer (transfer_partition.go, cluster mode).
+	segCfg     segment.Config
+	sealedSums map[uint64]sealedSum
+	segHash    *segHashState
+	served     servedPartition
+	stagedOp   uint64
 }
 
 // partitionDir is the directory of (stream, topic, partition).
@@ -139,6 +146,7 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 	if scfg.MaxRecordSize > segment.MaxRecordSizeLimit {
 		scfg.MaxRecordSize = segment.MaxRecordSizeLimit
 	}
+	p.segCfg = scfg
 	seg, rep, err := segment.Open(sh.fs, dir, scfg)
 	if err != nil {
 		return nil, fmt.Errorf("replica: partition %s: segments: %w", ns, err)
@@ -520,7 +528,13 @@ func (p *partition) checkpoint(op uint64, _ []byte) (vsr.Manifest, error) {
 	if err := p.g.sb.Write(st); err != nil {
 		return vsr.Manifest{}, err
 	}
-	return vsr.Manifest{Artifacts: []vsr.Artifact{{ID: 1, Size: uint64(len(data)), Checksum: vsrChecksum(sum)}}}, nil
+	m := vsr.Manifest{Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(data)), Checksum: vsrChecksum(sum)}}}
+	if p.sh.n.replicaCount > 1 {
+		if err := p.checkpointSegments(op, &m); err != nil {
+			return vsr.Manifest{}, err
+		}
+	}
+	return m, nil
 }
 
 // checkpointDurable implements groupSM: older checkpoint files go.
@@ -531,10 +545,13 @@ func (p *partition) checkpointDurable(op uint64) {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, partitionCkptPrefix) {
+		prefix := partitionCkptPrefix
+		if strings.HasPrefix(name, segListPrefix) {
+			prefix = segListPrefix
+		} else if !strings.HasPrefix(name, partitionCkptPrefix) {
 			continue
 		}
-		v, err := strconv.ParseUint(strings.TrimPrefix(name, partitionCkptPrefix), 10, 64)
+		v, err := strconv.ParseUint(strings.TrimPrefix(name, prefix), 10, 64)
 		if err == nil && v < op {
 			_ = p.sh.fs.Remove(filepath.Join(p.dir, name))
 		}
@@ -559,7 +576,11 @@ func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
 			p.ns, p.seg.NextOffset(), op, c.next)
 	}
 	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
-	return &vsr.Manifest{Op: op, Artifacts: []vsr.Artifact{{ID: 1, Size: uint64(len(b)), Checksum: vsrChecksum(c.sum)}}}, nil, nil
+	m := &vsr.Manifest{Op: op, Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(b)), Checksum: vsrChecksum(c.sum)}}}
+	if p.sh.n.replicaCount > 1 {
+		p.restoreSegments(op, m)
+	}
+	return m, nil, nil
 }
 
 // writeFileSync writes a new file durably (data, fdatasync, directory
