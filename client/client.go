@@ -670,6 +670,12 @@ func (c *Client) roundTrip(ctx context.Context, code wire.CommandCode, op wire.O
 		}
 	}
 	cn := c.conn
+	if c.cfg.IdleCheck > 0 && time.Since(c.lastUse) >= c.cfg.IdleCheck && peerClosed(cn.nc) {
+		// Nothing was written: the caller may reconnect and send it.
+		c.log.Debug("connection closed by the server while idle", zap.String("addr", cn.addr))
+		c.dropLocked()
+		return nil, ErrNotConnected
+	}
 	var dlMu sync.Mutex
 	finished := false
 	stop := context.AfterFunc(ctx, func() {

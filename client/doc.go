@@ -31,7 +31,11 @@
 // # Leader changes
 //
 // When the leader dies, the next call (or the heartbeat, on an idle
-// client) finds the connection broken and reconnects: candidates are the
+// client) finds the connection broken and reconnects. A connection idle for
+// IdleCheck is checked before a request goes out (a non-blocking peek at
+// the socket): one the server closed meanwhile is replaced first, so even a
+// replicated request counts as not sent and goes to the new connection
+// rather than failing with an unknown outcome. Reconnect candidates are the
 // last address, the configured ones, then the healthy nodes of the last
 // roster, dialed in turn with a pause that starts at Reconnect.Backoff and
 // doubles up to Reconnect.MaxBackoff, for at most Reconnect.MaxAttempts

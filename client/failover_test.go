@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"testing"
@@ -187,5 +188,47 @@ func TestReconnectAttemptsAreBounded(t *testing.T) {
 	defer mu.Unlock()
 	if accepts != 4 {
 		t.Fatalf("%d connection attempts, want MaxAttempts = 4", accepts)
+	}
+}
+
+// TestIdleConnectionClosedByServerIsReplaced: a replicated request on a
+// connection the server closed while it was idle (the node restarted or
+// died) is sent on a new connection instead of failing with an unknown
+// outcome.
+func TestIdleConnectionClosedByServerIsReplaced(t *testing.T) {
+	s := newFakeServer(t)
+	cfg := testConfig(s.addr)
+	cfg.IdleCheck = time.Millisecond
+	c := dial(t, cfg)
+	s.mu.Lock()
+	for nc := range s.conns {
+		nc.Close()
+	}
+	s.mu.Unlock()
+	waitFor(t, "the server side closed", func() bool { return s.openConns() == 0 })
+	time.Sleep(10 * time.Millisecond) // the FIN reaches the client socket
+	if _, err := c.CreateStream(ctx(t), "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.countCode(wire.CmdCreateStream); n != 1 {
+		t.Fatalf("%d creates reached the server", n)
+	}
+	if n := s.countCode(wire.CmdLoginRegister); n != 2 {
+		t.Fatalf("%d logins, want 2 (the reconnect logged in again)", n)
+	}
+
+	// Disabled, the same situation surfaces as a lost connection.
+	cfg.IdleCheck = 0
+	c2 := dial(t, cfg)
+	s.mu.Lock()
+	for nc := range s.conns {
+		nc.Close()
+	}
+	s.mu.Unlock()
+	waitFor(t, "the server side closed", func() bool { return s.openConns() == 0 })
+	time.Sleep(10 * time.Millisecond)
+	var ce *ConnError
+	if _, err := c2.CreateStream(ctx(t), "s2", nil); !errors.As(err, &ce) {
+		t.Fatalf("without the idle check: %v, want a *ConnError", err)
 	}
 }
