@@ -482,4 +482,47 @@ func TestClusterMetadataAcrossNodes(t *testing.T) {
 		return nil
 	})
 	eventually(t, 20*time.Second, "both survivors name the new leader", agree(survivors, newLeader, status))
+
+	// The killed node comes back: gossip takes it in again and every node
+	// reports all three healthy under the new leader.
+	if err := startGossiping(tc, leader, gports); err != nil {
+		t.Fatal(err)
+	}
+	clients[leader] = dialNode(t, tc, leader, 0)
+	eventually(t, 30*time.Second, "the restarted node is healthy everywhere", agree([]int{0, 1, 2}, newLeader, [3]uint8{}))
+
+	// A node that shuts down cleanly leaves: the others report it
+	// unreachable at once, and its gossip port is free again.
+	quitter := survivors[0]
+	if quitter == newLeader {
+		quitter = survivors[1]
+	}
+	tc.stop(quitter)
+	rest := []int{}
+	status = [3]uint8{}
+	status[quitter] = U
+	for i := range tc.nodes {
+		if i != quitter {
+			rest = append(rest, i)
+		}
+	}
+	eventually(t, 5*time.Second, "a node that left reads unreachable", agree(rest, newLeader, status))
+	for _, network := range []string{"tcp", "udp"} {
+		addr := fmt.Sprintf("127.0.0.1:%d", gports[quitter])
+		var err error
+		if network == "tcp" {
+			var ln net.Listener
+			if ln, err = net.Listen(network, addr); err == nil {
+				ln.Close()
+			}
+		} else {
+			var pc net.PacketConn
+			if pc, err = net.ListenPacket(network, addr); err == nil {
+				pc.Close()
+			}
+		}
+		if err != nil {
+			t.Fatalf("gossip port %s/%s still bound after Close: %v", addr, network, err)
+		}
+	}
 }
