@@ -255,9 +255,12 @@
 // the address it dialed (compared after lower-casing, localhost as
 // 127.0.0.1, IP literals by value) it disconnects, dials the leader and
 // logs in again, at most 3 times in a row. No healthy leader: it re-reads
-// the roster every 250 ms for up to 5 s, then stays. A failed dial of the
-// leader fails its login, which is why a leader is reported only while
-// gossip counts it alive. A replicated request answered 58 is replayed for
+// the roster every 250 ms for up to 5 s, then stays. Its reconnection
+// (on by default: unbounded retries, 2 s apart) cycles through the last
+// address, the configured one and the healthy nodes of the last roster, so
+// a leader it cannot dial sends it back to another node, where it logs in
+// and checks again; reporting a leader only while gossip counts it alive
+// keeps that detour short. A replicated request answered 58 is replayed for
 // 2 s, then the same leader check runs. Because the ip answered depends on
 // the client's network, the address a client dialed and the leader's
 // address compare equal when it already is on the leader. A client that
