@@ -34,6 +34,8 @@ type testCluster struct {
 	repl   []int
 	nodes  []*Node
 	logs   []*zap.Logger
+	// tls runs the replica plane inside TLS (self-signed certificates).
+	tls bool
 }
 
 const testClusterSecret = "0123456789abcdef0123456789abcdef-test"
@@ -83,6 +85,9 @@ func (tc *testCluster) config(i int) *config.Config {
 	cl.HeartbeatTimeout = config.D(2 * time.Second)
 	cl.Auth.Enabled = true
 	cl.Auth.SharedSecret = testClusterSecret
+	if tc.tls {
+		cl.TLS.Enabled, cl.TLS.SelfSigned = true, true
+	}
 	cl.Nodes = nil
 	for j := range tc.dirs {
 		cl.Nodes = append(cl.Nodes, config.ClusterNode{Name: fmt.Sprintf("node-%d", j), IP: "127.0.0.1", ReplicaID: j,
@@ -234,7 +239,14 @@ func segmentBytes(dir string, stream, topic, p uint32) ([]byte, error) {
 // primary) reach every node, which serve them from their own segments, and
 // the segments are byte-identical.
 func TestClusterReplicates(t *testing.T) {
+	for _, tls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", tls), func(t *testing.T) { testClusterReplicates(t, tls) })
+	}
+}
+
+func testClusterReplicates(t *testing.T, tls bool) {
 	tc := newTestCluster(t, 3)
+	tc.tls = tls
 	tc.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -666,4 +678,59 @@ func TestClusterStateTransfer(t *testing.T) {
 	if got := tc.nodes[wiped].installs.Load(); got < 2 {
 		t.Fatalf("%d checkpoints installed by state transfer, want the metadata's and the partition's", got)
 	}
+}
+
+// TestClusterQuarantinesUnknownStorage restarts a node with partition
+// storage its metadata does not name: storage older than the metadata is
+// moved to quarantine/ (never deleted), storage newer than it is kept for
+// the metadata to catch up with.
+func TestClusterQuarantinesUnknownStorage(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	tc.setupTopic(ctx, c, 1)
+	sendAll(ctx, t, c, 0, 0, 2, 3)
+	// Enough metadata ops for a checkpoint (every 64 ops with the test's
+	// journal), so the restarted node recovers metadata with a revision.
+	for i := 0; i < 70; i++ {
+		if _, err := c.CreateStream(ctx, fmt.Sprintf("extra-%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "node 2 caught up", func() error {
+		if _, err := tc.dial(2).GetStream(ctx, wire.MustNamedID("extra-69")); err != nil {
+			return err
+		}
+		return nil
+	})
+	tc.stop(2)
+	stale := partitionDir(tc.dirs[2], 9, 9, 9)
+	newer := partitionDir(tc.dirs[2], 8, 8, 8)
+	for dir, rev := range map[string]string{stale: "1", newer: "999999"} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, incarnationFile), []byte(rev+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), []byte("data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tc.start(2, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stale partition storage still in place: %v", err)
+	}
+	q, err := filepath.Glob(filepath.Join(tc.dirs[2], quarantineDir, "9-9-9-*", "00000000000000000000.log"))
+	if err != nil || len(q) != 1 {
+		t.Fatalf("quarantined storage: %v %v", q, err)
+	}
+	if _, err := os.Stat(filepath.Join(newer, "00000000000000000000.log")); err != nil {
+		t.Fatalf("storage newer than the metadata was not kept: %v", err)
+	}
+	eventually(t, 30*time.Second, "restarted node", func() error { return checkPartition(ctx, tc.dial(2), 0, 6) })
 }
