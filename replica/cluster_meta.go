@@ -163,8 +163,9 @@ type clusterInfo struct {
 	cfg    gossip.Config
 	lead   func() leadership
 	self   uint8
-	every  time.Duration // leadership check and start retry period
+	every  time.Duration // how often leadership is compared with the announcement
 	closeT time.Duration // bound of the leave announcement on close
+	failed int           // failed start attempts (loop goroutine, after the first)
 
 	g    atomic.Pointer[gossip.Gossip]
 	stop chan struct{}
@@ -222,8 +223,17 @@ func (ci *clusterInfo) tryStart() bool {
 	ci.cfg.Meta.Role, ci.cfg.Meta.View = ci.claim()
 	g, err := gossip.Start(ci.cfg)
 	if err != nil {
-		ci.log.Warn("gossip not started; node health will read unreachable until it is", zap.Error(err))
+		// Warn once; the retries every rejoin interval stay quiet.
+		if ci.failed == 0 {
+			ci.log.Warn("gossip not started; peers will read unreachable until it is (retrying)", zap.Error(err))
+		} else {
+			ci.log.Debug("gossip still not started", zap.Int("attempts", ci.failed+1), zap.Error(err))
+		}
+		ci.failed++
 		return false
+	}
+	if ci.failed > 0 {
+		ci.log.Info("gossip started after failed attempts", zap.Int("attempts", ci.failed))
 	}
 	ci.g.Store(g)
 	return true
