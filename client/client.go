@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -366,7 +367,12 @@ func (c *Client) reconnectLocked(ctx context.Context) error {
 		addr := candidates[i%len(candidates)]
 		err := c.connectLocked(ctx, addr)
 		if err == nil {
-			return c.settleOnLeaderLocked(ctx)
+			// A leader check that loses the connection (the leader and
+			// the node it came from both unreachable) is a failed
+			// attempt like any other: back off and try the next candidate.
+			if err = c.settleOnLeaderLocked(ctx); err == nil {
+				return nil
+			}
 		}
 		lastErr = err
 		var ev *wire.EvictionError
@@ -462,10 +468,15 @@ func (c *Client) dropLocked() {
 // settleOnLeaderLocked is the leader check: read the roster; with more
 // than one node, move to the healthy leader if it is elsewhere (bounded
 // redirects); remember healthy nodes. Any roster error keeps the current
-// node. connMu must be held for writing.
+// node. A leader that cannot be reached (the roster still names a node that
+// just died: gossip has not noticed yet) is not fatal: the client goes back
+// to the node it came from and treats the roster as leaderless, polling it
+// until a reachable leader appears or LeaderlessWait ends. connMu must be
+// held for writing.
 func (c *Client) settleOnLeaderLocked(ctx context.Context) error {
 	deadline := time.Now().Add(c.cfg.LeaderlessWait)
 	redirects := 0
+	var unreachable []string // leaders this check failed to reach
 	for {
 		c.mu.Lock()
 		bound, cur := c.sess.bound, c.addr
@@ -491,18 +502,7 @@ func (c *Client) settleOnLeaderLocked(ctx context.Context) error {
 			c.log.Debug("cluster metadata undecodable; staying", zap.Error(err))
 			return nil
 		}
-		var healthy []string
-		var leader string
-		for _, n := range md.Nodes {
-			if n.Status != wire.NodeHealthy {
-				continue
-			}
-			a := net.JoinHostPort(n.IP, strconv.Itoa(int(n.TCPPort)))
-			healthy = append(healthy, a)
-			if leader == "" && n.Role == wire.RoleLeader {
-				leader = a
-			}
-		}
+		healthy, leader := rosterLeader(md, unreachable)
 		c.mu.Lock()
 		if len(healthy) > 0 {
 			c.known = healthy
@@ -532,10 +532,36 @@ func (c *Client) settleOnLeaderLocked(ctx context.Context) error {
 		c.mu.Lock()
 		c.dropLocked()
 		c.mu.Unlock()
-		if err := c.connectLocked(ctx, leader); err != nil {
+		err = c.connectLocked(ctx, leader)
+		if err == nil {
+			continue
+		}
+		var ev *wire.EvictionError
+		if ctx.Err() != nil || errors.As(err, &ev) || wire.HasCode(err, wire.CodeInvalidCredentials) || errors.Is(err, ErrClosed) {
+			return err
+		}
+		c.log.Info("leader unreachable; back to the previous node", zap.String("leader", leader), zap.String("node", cur), zap.Error(err))
+		unreachable = append(unreachable, leader)
+		if err := c.connectLocked(ctx, cur); err != nil {
 			return err
 		}
 	}
+}
+
+// rosterLeader returns the healthy nodes' addresses and the first healthy
+// leader among them that is not in skip.
+func rosterLeader(md wire.ClusterMetadata, skip []string) (healthy []string, leader string) {
+	for _, n := range md.Nodes {
+		if n.Status != wire.NodeHealthy {
+			continue
+		}
+		a := net.JoinHostPort(n.IP, strconv.Itoa(int(n.TCPPort)))
+		healthy = append(healthy, a)
+		if leader == "" && n.Role == wire.RoleLeader && !slices.ContainsFunc(skip, func(s string) bool { return sameAddress(s, a) }) {
+			leader = a
+		}
+	}
+	return healthy, leader
 }
 
 func sameAddress(a, b string) bool {
@@ -644,6 +670,12 @@ func (c *Client) roundTrip(ctx context.Context, code wire.CommandCode, op wire.O
 		}
 	}
 	cn := c.conn
+	if c.cfg.IdleCheck > 0 && time.Since(c.lastUse) >= c.cfg.IdleCheck && peerClosed(cn.nc) {
+		// Nothing was written: the caller may reconnect and send it.
+		c.log.Debug("connection closed by the server while idle", zap.String("addr", cn.addr))
+		c.dropLocked()
+		return nil, ErrNotConnected
+	}
 	var dlMu sync.Mutex
 	finished := false
 	stop := context.AfterFunc(ctx, func() {

@@ -67,6 +67,14 @@ type Config struct {
 	// disables the heartbeat.
 	HeartbeatInterval time.Duration
 
+	// IdleCheck: before a request goes out on a connection idle at least
+	// this long, the client checks (without blocking) whether the server
+	// has closed it meanwhile — a node that died or restarted — and then
+	// reconnects first, so the request counts as not sent and is sent on
+	// the new connection instead of failing with an unknown outcome. 0
+	// disables the check. Plain TCP on unix only.
+	IdleCheck time.Duration
+
 	// Logger receives connection events; nil means no logging.
 	Logger *zap.Logger
 }
@@ -103,6 +111,7 @@ func DefaultConfig() Config {
 		GroupAssignmentRefresh: 5 * time.Second,
 		GroupPollAttempts:      2,
 		HeartbeatInterval:      5 * time.Second,
+		IdleCheck:              100 * time.Millisecond,
 	}
 }
 
@@ -127,6 +136,7 @@ func (c *Config) Validate() error {
 	check(c.LeaderlessWait >= 0 && c.LeaderlessPoll > 0, "client config: LeaderlessWait >= 0 and LeaderlessPoll > 0")
 	check(c.GroupAssignmentRefresh > 0 && c.GroupPollAttempts > 0, "client config: group refresh and attempts must be > 0")
 	check(c.HeartbeatInterval >= 0, "client config: HeartbeatInterval must be >= 0")
+	check(c.IdleCheck >= 0, "client config: IdleCheck must be >= 0")
 	if c.Reconnect.Enabled {
 		r := c.Reconnect
 		check(r.MaxAttempts > 0 && r.Backoff > 0 && r.MaxBackoff >= r.Backoff && r.MaxPerCall > 0,

@@ -21,7 +21,29 @@
 // After every login the client reads the cluster roster. With more than one
 // node it moves to the healthy leader if it is connected elsewhere (at most
 // MaxRedirects times in a row), and it remembers the healthy nodes as
-// reconnect candidates.
+// reconnect candidates. A roster without a healthy leader (an election in
+// progress) is read again every LeaderlessPoll for up to LeaderlessWait. A
+// leader the client cannot reach (it just crashed and the roster does not
+// say so yet) counts as no leader: the client logs in again on the node it
+// came from and keeps polling, so a login never fails because of a stale
+// roster.
+//
+// # Leader changes
+//
+// When the leader dies, the next call (or the heartbeat, on an idle
+// client) finds the connection broken and reconnects. A connection idle for
+// IdleCheck is checked before a request goes out (a non-blocking peek at
+// the socket): one the server closed meanwhile is replaced first, so even a
+// replicated request counts as not sent and goes to the new connection
+// rather than failing with an unknown outcome. Reconnect candidates are the
+// last address, the configured ones, then the healthy nodes of the last
+// roster, dialed in turn with a pause that starts at Reconnect.Backoff and
+// doubles up to Reconnect.MaxBackoff, for at most Reconnect.MaxAttempts
+// dials. The first node that takes the login is asked for the roster and
+// the client moves on to the leader it names. A leader that loses its role
+// but stays up answers writes with TransientNotAccepted (or forwards them
+// to the new primary); after NotAcceptedBudget of 58 the client runs the
+// leader check and moves.
 //
 // # Failures
 //

@@ -1,9 +1,7 @@
 package replica
 
 import (
-	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,7 +120,7 @@ func (c *conn) nonReplicated(h *wire.RequestHeader, body []byte) bool {
 		if !view.Allowed(uid, metadata.ActionGetClusterMetadata, 0, 0) {
 			return deny()
 		}
-		m := c.n.clusterMetadata()
+		m := c.n.clusterMetadata(c.addr)
 		return c.okPayload(h, &m)
 	case *wire.DescribeOptions:
 		if !view.Allowed(uid, metadata.ActionDescribeOptions, 0, 0) {
@@ -296,22 +294,6 @@ func (c *conn) details(view *metadata.State) wire.ClientDetails {
 	}
 	d.ConsumerGroupsCount = uint32(len(d.Groups))
 	return d
-}
-
-// clusterMetadata is the one-node roster: this node, leader, healthy, at the
-// bound TCP address.
-func (n *Node) clusterMetadata() wire.ClusterMetadata {
-	host, port, _ := net.SplitHostPort(n.bound)
-	if adv := n.cfg.Node.AdvertisedAddress; adv != "" {
-		host = adv
-	}
-	p, _ := strconv.Atoi(port)
-	name := "iggy-node-1"
-	if len(n.cfg.Cluster.Nodes) > 0 && n.cfg.Cluster.Nodes[0].Name != "" {
-		name = n.cfg.Cluster.Nodes[0].Name
-	}
-	return wire.ClusterMetadata{Name: n.cfg.Cluster.Name, Nodes: []wire.ClusterNode{{
-		Name: name, IP: host, TCPPort: uint16(p), Role: wire.RoleLeader, Status: wire.NodeHealthy}}}
 }
 
 // ---------------------------------------------------------------------------

@@ -228,4 +228,59 @@
 //
 // Replies: send [base_offset u64]; the others [code u32] (0, or 3021 for a
 // delete of an absent offset). An auto-commit never moves an offset back.
+//
+// # Cluster metadata and leader redirection
+//
+// GET_CLUSTER_METADATA (login required) lists every roster node in roster
+// order. A node's ip is the host chosen for the asking client
+// (config.ClusterNode.ClientHost against the socket's remote address: the
+// longest matching advertised_addresses client_cidr, else
+// advertised_address, else the roster ip) and its tcp port the roster's;
+// quic, http and websocket ports are 0, since iggo serves TCP only. Role 0
+// (leader) marks the metadata group's primary in the highest view known:
+// this node's own while its metadata replica is in normal status, or the
+// view a live member announces over gossip while claiming leadership (a
+// node in a view change or recovering thus still points clients at the
+// leader); with neither, no node is leader. Status comes from gossip
+// (package gossip): this node is always healthy; another node reports the
+// status it announces (healthy from the moment it serves clients, stopping
+// while it shuts down) while gossip counts it alive or suspect, and 3
+// (unreachable) once it is dead, left, or never heard from, and whenever
+// gossip is not running here. 5 (unknown) is never sent: Iggy's Go SDK
+// refuses it. A single node answers one entry: its roster name, leader,
+// healthy, at node.advertised_address (else the bound host) and the bound
+// port.
+//
+// Gossip runs in cluster mode only, on the node's roster gossip port,
+// encrypted and authenticated with the key derived from
+// cluster.auth.shared_secret when cluster.auth is on. It starts just before
+// the client listener and announces healthy plus the node's role and view,
+// re-announced within a gossip interval of any change. A port that cannot
+// be bound is logged and retried every rejoin interval; the node serves
+// meanwhile. Close announces stopping and leaves first (each step bounded
+// by message_bus.close_peer_timeout), so the others report it unreachable
+// at once; a crashed node reads unreachable after memberlist's failure
+// detection, a probe round plus 4 probe intervals of suspicion (about 5 s
+// in a 3-node cluster with the default 1 s probe interval).
+//
+// What Iggy's Go SDK does with it (foreign/go: tcp_session_management.go,
+// internal/util/leader_aware.go): after every login it reads the roster;
+// with more than one node it takes the first node with role leader and
+// status healthy, joins its ip with the tcp port, and if that differs from
+// the address it dialed (compared after lower-casing, localhost as
+// 127.0.0.1, IP literals by value) it disconnects, dials the leader and
+// logs in again, at most 3 times in a row. No healthy leader: it re-reads
+// the roster every 250 ms for up to 5 s, then stays. Its reconnection
+// (on by default: unbounded retries, 2 s apart) cycles through the last
+// address, the configured one and the healthy nodes of the last roster, so
+// a leader it cannot dial sends it back to another node, where it logs in
+// and checks again; reporting a leader only while gossip counts it alive
+// keeps that detour short. A replicated request answered 58 is replayed for
+// 2 s, then the same leader check runs. Because the ip answered depends on
+// the client's network, the address a client dialed and the leader's
+// address compare equal when it already is on the leader. A client that
+// stays on a backup (redirects exhausted, no leader yet) keeps working:
+// the backup serves reads and forwards writes and logins to the primary
+// (cluster.go). iggo's client does the same and, in addition, treats a
+// leader it cannot reach as no leader (package client).
 package replica

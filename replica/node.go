@@ -20,6 +20,7 @@ import (
 
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/gossip"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/shard"
@@ -124,6 +125,11 @@ type Node struct {
 	clients   clientRegistry
 	partStats sync.Map // shard.Namespace → *partStats
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
+
+	// Gossip (cluster mode) and a test hook adjusting its configuration
+	// before it starts.
+	ci         *clusterInfo
+	gossipTune func(*gossip.Config)
 
 	stopping  atomic.Bool
 	stop      chan struct{}
@@ -273,7 +279,9 @@ func (n *Node) Start() error {
 			return err
 		}
 	}
+	n.startGossip()
 	if err := n.listen(); err != nil {
+		n.stopGossip()
 		if n.plane != nil {
 			_ = n.plane.Close()
 		}
@@ -797,6 +805,7 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.stopping.Store(true)
 		close(n.stop)
+		n.stopGossip() // first, so the others see this node leave rather than fail
 		if n.ln != nil {
 			_ = n.ln.Close()
 		}

@@ -38,20 +38,21 @@
 // # Node meta
 //
 // Each node gossips a small record (Meta, at most 512 bytes): replica id,
-// name, the host clients should dial, its client TCP port and a status
-// word. Layout (Meta.Encode):
+// name, the host clients should dial, its client TCP port, a status word,
+// and its part in the metadata group (role and view). Layout (Meta.Encode):
 //
-//	0  u8   version (1)
+//	0  u8   version (2)
 //	1  u8   replica id
 //	2  u8   status: 0 healthy, 1 starting, 2 stopping, 4 maintenance
-//	3  u8   reserved, zero
+//	3  u8   role: 0 unknown (not in normal status), 1 leader, 2 follower
 //	4  u16  client tcp port, little-endian
-//	6  u8   name length n (1..255), n bytes of name
+//	6  u32  metadata group view, little-endian
+//	10 u8   name length n (1..255), n bytes of name
 //	…  u8   client host length h, h bytes of host
 //
 // The status values are GET_CLUSTER_METADATA's; 3 (unreachable) is never
 // announced, it is what Member.WireStatus reports for a member that is dead,
-// gone or never heard from. SetStatus announces a new status.
+// gone or never heard from. SetStatus announces a new status, SetRole a new role and view.
 //
 // # Liveness
 //

@@ -433,23 +433,41 @@ func (g *Gossip) SetStatus(s Status) error {
 	if !s.announceable() {
 		return fmt.Errorf("gossip: status %s cannot be announced", s)
 	}
-	g.mu.Lock()
-	g.meta.Status = s
-	enc, err := g.meta.Encode()
-	if err == nil {
-		g.metaEnc = enc
-		e := g.members[g.meta.Name]
-		e.m.Meta = g.meta
+	return g.announce("status "+s.String(), func(m *Meta) { m.Status = s })
+}
+
+// SetRole announces this node's part in the metadata group and its view,
+// waiting like SetStatus.
+func (g *Gossip) SetRole(r Role, view uint32) error {
+	if r > RoleFollower {
+		return fmt.Errorf("gossip: role %s cannot be announced", r)
 	}
+	return g.announce("role "+r.String(), func(m *Meta) { m.Role, m.View = r, view })
+}
+
+// Self is what this node currently announces.
+func (g *Gossip) Self() Meta {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.meta
+}
+
+func (g *Gossip) announce(what string, change func(*Meta)) error {
+	g.mu.Lock()
+	next := g.meta
+	change(&next)
+	enc, err := next.Encode()
+	if err == nil {
+		g.meta, g.metaEnc = next, enc
+		g.members[g.meta.Name].m.Meta = g.meta
+	}
+	timeout := g.cfg.UpdateTimeout
 	g.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	g.mu.Lock()
-	timeout := g.cfg.UpdateTimeout
-	g.mu.Unlock()
 	if err := g.ml.UpdateNode(timeout); err != nil {
-		return fmt.Errorf("gossip: announcing status %s: %w", s, err)
+		return fmt.Errorf("gossip: announcing %s: %w", what, err)
 	}
 	return nil
 }

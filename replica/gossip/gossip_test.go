@@ -215,6 +215,29 @@ func TestStatusUpdatesPropagate(t *testing.T) {
 	}
 }
 
+func TestRoleUpdatesPropagate(t *testing.T) {
+	gs := startSeq(t, nil, 3)
+	eventually(t, "convergence", func() bool { return allAlive(gs, 0, 1, 2) })
+	if err := gs[2].SetRole(RoleLeader, 7); err != nil {
+		t.Fatal(err)
+	}
+	if s := gs[2].Self(); s.Role != RoleLeader || s.View != 7 || s.Status != StatusStarting {
+		t.Fatalf("own announcement %+v", s)
+	}
+	for _, i := range []int{0, 1} {
+		eventually(t, fmt.Sprintf("node %d sees node 2 lead view 7", i), func() bool {
+			m, _ := gs[i].Member(2)
+			return m.Meta.Role == RoleLeader && m.Meta.View == 7 && m.Meta.Status == StatusStarting
+		})
+	}
+	if err := gs[2].SetRole(Role(9), 8); err == nil {
+		t.Fatal("announced an invalid role")
+	}
+	if s := gs[2].Self(); s.Role != RoleLeader || s.View != 7 {
+		t.Fatalf("a refused role changed the announcement: %+v", s)
+	}
+}
+
 func TestWrongKeyCannotJoin(t *testing.T) {
 	gs := startSeq(t, func(i int, c *Config) {
 		if i == 2 {

@@ -12,8 +12,9 @@ import (
 func TestMetaRoundTrip(t *testing.T) {
 	for _, m := range []Meta{
 		{ReplicaID: 0, Name: "n", Status: StatusHealthy},
-		{ReplicaID: 7, Name: "iggy-node-8", ClientHost: "broker-8.example.com", TCPPort: 8097, Status: StatusMaintenance},
-		{ReplicaID: 254, Name: strings.Repeat("x", 255), ClientHost: strings.Repeat("h", 249), TCPPort: 65535, Status: StatusStopping},
+		{ReplicaID: 7, Name: "iggy-node-8", ClientHost: "broker-8.example.com", TCPPort: 8097, Status: StatusMaintenance, Role: RoleFollower, View: 3},
+		{ReplicaID: 2, Name: "n2", TCPPort: 1, Status: StatusHealthy, Role: RoleLeader, View: 0xfedcba98},
+		{ReplicaID: 254, Name: strings.Repeat("x", 255), ClientHost: strings.Repeat("h", 245), TCPPort: 65535, Status: StatusStopping},
 	} {
 		b, err := m.Encode()
 		if err != nil {
@@ -38,12 +39,12 @@ func TestMetaRefusals(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "0 bytes"},
-		{"version", mut(func(b []byte) []byte { b[0] = 2; return b }), "version 2"},
-		{"reserved", mut(func(b []byte) []byte { b[3] = 1; return b }), "reserved"},
+		{"version", mut(func(b []byte) []byte { b[0] = 1; return b }), "version 1"},
+		{"role", mut(func(b []byte) []byte { b[3] = 3; return b }), "role 3"},
 		{"unreachable", mut(func(b []byte) []byte { b[2] = byte(StatusUnreachable); return b }), "status 3"},
 		{"unknown status", mut(func(b []byte) []byte { b[2] = 9; return b }), "status 9"},
-		{"no name", mut(func(b []byte) []byte { b[6] = 0; return b }), "name length 0"},
-		{"name past end", mut(func(b []byte) []byte { b[6] = 200; return b }), "name length 200"},
+		{"no name", mut(func(b []byte) []byte { b[10] = 0; return b }), "name length 0"},
+		{"name past end", mut(func(b []byte) []byte { b[10] = 200; return b }), "name length 200"},
 		{"trailing byte", mut(func(b []byte) []byte { return append(b, 0) }), "host length"},
 		{"short host", mut(func(b []byte) []byte { return b[:len(b)-1] }), "host length"},
 	} {
@@ -51,7 +52,7 @@ func TestMetaRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := (Meta{Name: strings.Repeat("x", 255), ClientHost: strings.Repeat("h", 250)}).Encode(); err == nil {
+	if _, err := (Meta{Name: strings.Repeat("x", 255), ClientHost: strings.Repeat("h", 246)}).Encode(); err == nil {
 		t.Error("encoded a meta above MetaMax")
 	}
 	if _, err := (Meta{Name: ""}).Encode(); err == nil {
@@ -60,12 +61,15 @@ func TestMetaRefusals(t *testing.T) {
 	if _, err := (Meta{Name: "a", Status: StatusUnreachable}).Encode(); err == nil {
 		t.Error("encoded an unreachable status")
 	}
+	if _, err := (Meta{Name: "a", Role: 3}).Encode(); err == nil {
+		t.Error("encoded an unknown role")
+	}
 }
 
 func FuzzDecodeMeta(f *testing.F) {
 	good, _ := Meta{ReplicaID: 1, Name: "node-1", ClientHost: "127.0.0.1", TCPPort: 8090, Status: StatusStarting}.Encode()
 	f.Add(good)
-	f.Add([]byte{1, 0, 0, 0, 0, 0, 1, 'a', 0})
+	f.Add([]byte{2, 0, 0, 1, 0, 0, 7, 0, 0, 0, 1, 'a', 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeMeta(b)
 		if err != nil {
