@@ -73,6 +73,10 @@ func (r *Replica) boot(b Boot) error {
 		r.rejoining = s.Rejoining
 		r.fenced = true
 		r.markView()
+		// The journal truncate bootJournal queued drops ops this replica may
+		// have acknowledged; only the fence makes that safe, so the truncate
+		// must not outlive a crash the fencing record does not survive.
+		r.holdJournalForFence()
 		r.status = statusRecoveringHead
 		r.t.rsv.start(r, 1)
 	case r.logView < r.view:
