@@ -255,6 +255,9 @@ type Info struct {
 	JournalHead uint64
 	DurableHead uint64
 	Incarnation uint64
+	// Fenced: the replica may have forgotten ops it acknowledged (see
+	// State.Fenced).
+	Fenced bool
 	// HeldDropped counts messages dropped because too many waited for a
 	// state write (a wedged superblock).
 	HeldDropped uint64
@@ -276,6 +279,7 @@ func (r *Replica) Info() Info {
 		JournalHead: r.journalHead,
 		DurableHead: r.durableHead,
 		Incarnation: r.incarnation,
+		Fenced:      r.fenced,
 		HeldDropped: r.heldDropped,
 	}
 }
@@ -635,6 +639,9 @@ func (r *Replica) journalOp(op JournalOp) {
 // later one, wait until a state record written from now on is durable (see
 // fenceHold).
 func (r *Replica) holdJournalForFence() {
+	if mutationTruncateBeforeFence() {
+		return
+	}
 	r.fenceHold = true
 	r.heldJournal = append(r.heldJournal, r.out.Journal...)
 	r.out.Journal = r.out.Journal[:0]
