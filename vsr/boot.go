@@ -73,6 +73,10 @@ func (r *Replica) boot(b Boot) error {
 		r.rejoining = s.Rejoining
 		r.fenced = true
 		r.markView()
+		// The journal truncate bootJournal queued drops ops this replica may
+		// have acknowledged; only the fence makes that safe, so the truncate
+		// must not outlive a crash the fencing record does not survive.
+		r.holdJournalForFence()
 		r.status = statusRecoveringHead
 		r.t.rsv.start(r, 1)
 	case r.logView < r.view:
@@ -173,14 +177,16 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 	if jFloor > r.checkpoint+1 && cut > r.checkpoint {
 		return false, fmt.Errorf("%w: journal starts at op %d above checkpoint %d", ErrConfig, jFloor, r.checkpoint)
 	}
+	// A damaged tail the journal left out (HeadUncertain) is still on disk
+	// until a truncate removes it; boot fences the replica first (see
+	// holdJournalForFence), so the truncate is issued even when it keeps
+	// every entry handed over.
 	if len(entries) == 0 || cut <= r.checkpoint {
 		// Nothing beyond the checkpoint: start the journal afresh after it.
-		if len(entries) > 0 {
-			if jHead > r.checkpoint {
-				r.journalOp(JournalOp{Kind: JournalTruncate, Op: r.checkpoint})
-			}
-			r.journalOp(JournalOp{Kind: JournalDiscard, Op: r.checkpoint})
-		} else if r.checkpoint > 0 {
+		if (len(entries) > 0 && jHead > r.checkpoint) || b.HeadUncertain {
+			r.journalOp(JournalOp{Kind: JournalTruncate, Op: r.checkpoint})
+		}
+		if len(entries) > 0 || r.checkpoint > 0 {
 			r.journalOp(JournalOp{Kind: JournalDiscard, Op: r.checkpoint})
 		}
 		r.journalHead, r.durableHead, r.journalFloor, r.op = r.checkpoint, r.checkpoint, 0, r.checkpoint
@@ -245,7 +251,7 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 		return false, fmt.Errorf("%w: journal holds op %d, more than journal_slots above checkpoint %d",
 			ErrConfig, k, r.checkpoint)
 	}
-	if jHead > k {
+	if jHead > k || b.HeadUncertain {
 		r.journalOp(JournalOp{Kind: JournalTruncate, Op: k})
 	}
 	ringLow := jFloor

@@ -71,11 +71,19 @@ type ControlFields struct {
 	ID Checksum
 	// LogView: DoViewChange.
 	LogView uint32
+	// NackFloor: DoViewChange: the sender nacks no op at or below it.
+	NackFloor uint64
+	nack      bitset128
 	// Entered: StartViewChange from a replica already in that view.
 	Entered bool
 	// Nonce: StartView, RequestStartView and the repair/transfer commands.
 	Nonce uint64
 }
+
+// Nacked reports, for a DoViewChange, whether the sender nacks the op of
+// body header i (0 is the head op). Ops above the head and above NackFloor
+// are nacked implicitly; ops at or below NackFloor never are.
+func (c ControlFields) Nacked(i int) bool { return i >= 0 && i < 128 && c.nack.has(i) }
 
 // Control decodes the command-specific fields of h.
 func (h *Header) Control() ControlFields {
@@ -85,7 +93,8 @@ func (h *Header) Control() ControlFields {
 	case CmdCommit:
 		return ControlFields{Op: h.ctlB(), Commit: h.ctlA(), CommitID: h.ctlChecksum()}
 	case CmdDoViewChange:
-		return ControlFields{Op: h.ctlB(), Commit: h.ctlA(), CommitID: h.ctlChecksum(), LogView: h.dvcLogView()}
+		return ControlFields{Op: h.ctlB(), Commit: h.ctlA(), CommitID: h.ctlChecksum(), LogView: h.dvcLogView(),
+			NackFloor: h.u64(offDVCNackFloor), nack: h.bits(offDVCNack)}
 	case CmdStartView:
 		return ControlFields{Op: h.ctlB(), Commit: h.ctlA(), CommitID: h.ctlChecksum(), Nonce: h.ctlC()}
 	case CmdStartViewChange:

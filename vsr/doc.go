@@ -55,10 +55,12 @@
 //
 //   - State, when set, is the new durable state record (State). The node
 //     writes it with its superblock's redundancy and reports StateDone. The
-//     replica holds back every replica-plane message and every journal append
-//     that depends on it — in particular no message of a view leaves before
-//     (view, log_view) is durable — so the node may start the write and still
-//     send this Ready's Messages at once. One state write is in flight at a
+//     replica holds back every replica-plane message and every journal
+//     operation that depends on it — in particular no message of a view
+//     leaves before (view, log_view) is durable, and the journal truncate of
+//     a restart that fences the replica waits for the fencing record — so the
+//     node may start the write and still run this Ready's Messages and
+//     Journal at once. One state write is in flight at a
 //     time.
 //   - Journal operations must run in the order given (and in the order of
 //     successive Readys): an append after a truncate lands after the
@@ -142,7 +144,10 @@
 // tail that may have been synced, or a wiped disk (Boot.Rejoin) — becomes
 // recovering_head: it does not vote until a StartView re-anchors it, and stays
 // fenced: it never nacks an op up to the head of the log it adopted then,
-// since it may have acknowledged and forgotten any of them. A replica whose disk was wiped has
+// since it may have acknowledged and forgotten any of them. The fence is
+// durable before the journal forgets anything: every journal operation of
+// such a boot, first the truncate of what it can no longer vouch for, waits
+// until the state record that says fenced is written. A replica whose disk was wiped has
 // also forgotten which views it took part in, so before adopting a StartView
 // it learns the views of n − replication + 1 other replicas (a set that meets
 // every replication quorum even without it) and accepts no view older than
@@ -201,7 +206,12 @@
 //     tail from damage: if the damaged tail can be proven never synced (for
 //     example each entry's header is written twice, or every sync writes a
 //     synced-up-to marker), drop it silently; if it might have been synced
-//     (and so acknowledged), drop it and set Boot.HeadUncertain. A journal
+//     (and so acknowledged), leave it out of Boot.Journal, set
+//     Boot.HeadUncertain and keep it on disk: the replica removes it with a
+//     truncate that it issues only once the state record fencing it is
+//     durable (a tail cut at recovery could outlive a crash that the fence
+//     does not, and the replica would come back unfenced with a clean,
+//     shorter journal and nack ops it had acknowledged). A journal
 //     that cannot tell must set HeadUncertain on every damaged tail: safe, but
 //     after a whole-cluster power loss every replica would then wait for a
 //     StartView that nobody can send. Dropping a possibly acknowledged tail

@@ -10,3 +10,4 @@ func mutationCommitWithoutQuorum() bool       { return false }
 func mutationAckBeforeDurable() bool          { return false }
 func mutationTruncateWithoutNackQuorum() bool { return false }
 func mutationForgetViewDurability() bool      { return false }
+func mutationTruncateBeforeFence() bool       { return false }

@@ -21,6 +21,10 @@ const (
 	// MutationForgetViewDurability: entering a view change does not persist
 	// the new view before sending StartViewChange/DoViewChange.
 	MutationForgetViewDurability
+	// MutationTruncateBeforeFence: a boot that fences the replica issues its
+	// journal truncate at once instead of after the fencing state record is
+	// durable.
+	MutationTruncateBeforeFence
 )
 
 // Mutations lists every mutation, for campaigns that try them all.
@@ -29,11 +33,12 @@ var Mutations = []Mutation{
 	MutationAckBeforeDurable,
 	MutationCommitWithoutQuorum,
 	MutationForgetViewDurability,
+	MutationTruncateBeforeFence,
 }
 
 func (m Mutation) String() string {
 	return [...]string{"none", "truncate_without_nack_quorum", "ack_before_durable",
-		"commit_without_quorum", "forget_view_durability"}[m]
+		"commit_without_quorum", "forget_view_durability", "truncate_before_fence"}[m]
 }
 
 var activeMutation Mutation
@@ -48,3 +53,4 @@ func mutationTruncateWithoutNackQuorum() bool {
 	return activeMutation == MutationTruncateWithoutNackQuorum
 }
 func mutationForgetViewDurability() bool { return activeMutation == MutationForgetViewDurability }
+func mutationTruncateBeforeFence() bool  { return activeMutation == MutationTruncateBeforeFence }

@@ -122,7 +122,16 @@ type Replica struct {
 	ackDirty            bool   // a cumulative PrepareOk is owed
 	primaryHead         uint64 // the primary's head as its heartbeats report it
 	journalResetPending bool   // state transfer: journal reset waits for the state write
-	orphans             []orphanToken
+	// fenceHold: a boot that made the replica recovering_head keeps every
+	// journal operation (first the truncate of the tail it can no longer
+	// vouch for) in heldJournal, in order, until a state record written
+	// since — one that says fenced — is durable. Were the truncate to
+	// survive a crash that lost the record, the next boot would find a
+	// clean, shorter journal under an unfenced record and nack ops it had
+	// acknowledged (simulator seed 2063089).
+	fenceHold   bool
+	heldJournal []JournalOp
+	orphans     []orphanToken
 
 	// Primary state.
 	queue     []Request
@@ -246,6 +255,9 @@ type Info struct {
 	JournalHead uint64
 	DurableHead uint64
 	Incarnation uint64
+	// Fenced: the replica may have forgotten ops it acknowledged (see
+	// State.Fenced).
+	Fenced bool
 	// HeldDropped counts messages dropped because too many waited for a
 	// state write (a wedged superblock).
 	HeldDropped uint64
@@ -267,6 +279,7 @@ func (r *Replica) Info() Info {
 		JournalHead: r.journalHead,
 		DurableHead: r.durableHead,
 		Incarnation: r.incarnation,
+		Fenced:      r.fenced,
 		HeldDropped: r.heldDropped,
 	}
 }
@@ -406,6 +419,7 @@ func (r *Replica) StateDone(err error) {
 	r.durable = r.inflightState
 	r.inflightState = nil
 	r.durableViewSeq = r.inflightViewSeq
+	r.releaseFenceHold()
 	r.afterStateDurable()
 	if r.viewSettled() {
 		r.releaseHeld()
@@ -614,5 +628,33 @@ func (r *Replica) truncateAbove(keep uint64) {
 
 // journalOp queues a journal operation.
 func (r *Replica) journalOp(op JournalOp) {
+	if r.fenceHold {
+		r.heldJournal = append(r.heldJournal, op)
+		return
+	}
 	r.out.Journal = append(r.out.Journal, op)
+}
+
+// holdJournalForFence makes the journal operations queued so far, and every
+// later one, wait until a state record written from now on is durable (see
+// fenceHold).
+func (r *Replica) holdJournalForFence() {
+	if mutationTruncateBeforeFence() {
+		return
+	}
+	r.fenceHold = true
+	r.heldJournal = append(r.heldJournal, r.out.Journal...)
+	r.out.Journal = r.out.Journal[:0]
+}
+
+// releaseFenceHold hands the held journal operations to the node once the
+// fencing state record is durable.
+func (r *Replica) releaseFenceHold() {
+	if !r.fenceHold || !r.durable.Fenced {
+		return
+	}
+	r.fenceHold = false
+	r.out.Journal = append(r.out.Journal, r.heldJournal...)
+	clear(r.heldJournal)
+	r.heldJournal = nil
 }

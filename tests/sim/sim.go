@@ -5,8 +5,11 @@
 // unsynced writes, tears them, corrupts sectors and fails reads; clients with
 // sessions and retries. Every tick it checks safety (committed prefixes agree,
 // the hash chain holds, views and commits never go backwards, at-most-once
-// execution, acknowledged writes stay committed, timestamps increase); at the
-// end it checks the client history for linearizability (porcupine) and, after
+// execution, acknowledged writes stay committed, timestamps increase) and the
+// durability contract on what replicas send and write (no message of a view
+// before the view is durable, no acknowledgement before the op is, no nack of
+// an op the sender acknowledged in that log_view, no journal truncate by a
+// fenced replica before its fence is durable); at the end it checks the client history for linearizability (porcupine) and, after
 // healing every fault, that the cluster finishes all outstanding requests
 // within a bound.
 //
@@ -117,6 +120,15 @@ type group struct {
 	lastCkpt []uint64
 	lastTS   []uint64
 	lastOp   []uint64
+	// Per replica (across boots, until a wipe): the ops it acknowledged
+	// (PrepareOk), with the identity and the view of the latest ack.
+	acks   []map[uint64]ackRecord
+	ackTop []uint64
+}
+
+type ackRecord struct {
+	id   vsr.Checksum
+	view uint32
 }
 
 // execution is what the simulator saw of a request's first execution: it
@@ -286,6 +298,11 @@ func (w *world) setup() {
 		g.lastCkpt = make([]uint64, w.n)
 		g.lastTS = make([]uint64, w.n)
 		g.lastOp = make([]uint64, w.n)
+		g.acks = make([]map[uint64]ackRecord, w.n)
+		g.ackTop = make([]uint64, w.n)
+		for r := range g.acks {
+			g.acks[r] = map[uint64]ackRecord{}
+		}
 		for r := 0; r < w.n; r++ {
 			cfg := vsr.DefaultConfig()
 			cfg.Cluster = vsr.Checksum{0x51, 0x4d}
@@ -325,6 +342,7 @@ func (w *world) setup() {
 			}
 			gr, rr := g, r
 			node.OnApply = func(h *vsr.Header, body, reply []byte) { w.onApply(gr, rr, h, reply) }
+			node.OnJournal = func(j vsr.JournalOp) { w.checkJournal(gr, rr, j) }
 			if w.o.Trace != nil {
 				node.Trace = func(line string) { w.tracef("g%d %s", gr.idx, line) }
 			}
@@ -670,6 +688,8 @@ func (w *world) wipeSomeone() {
 	for _, g := range w.groups {
 		g.nodes[id].Disk.Wipe()
 		g.lastCkpt[id] = 0
+		clear(g.acks[id]) // the rejoin fence covers what it acknowledged before
+		g.ackTop[id] = 0
 	}
 	w.procs[id].rejoinNext = true
 	w.res.Faults["wipes"]++
@@ -800,6 +820,7 @@ func (w *world) checkSend(g *group, r int, m vsr.Message) {
 	if w.o.NoContractChecks {
 		return
 	}
+	w.checkNacks(g, r, m)
 	h := m.Header
 	node := g.nodes[r]
 	var durable *vsr.State
@@ -1166,5 +1187,64 @@ func (c *client) onReply(w *world, rp vsr.Reply) {
 		c.state = clientIdle
 	default:
 		w.fail("g%d: unexpected reply status %s", c.g.idx, rp.Status)
+	}
+}
+
+// checkNacks checks the nack rule: a DoViewChange never nacks an op its
+// sender acknowledged in the view its log is from. Within one view the log is
+// the primary's, so an op acknowledged in view L is still in the sender's log
+// of view L unless it lost it — and then it must be fenced (its nack floor at
+// or above the op). A nack here is explicit (nack bit), a different header at
+// the op, or the log ending below the op.
+func (w *world) checkNacks(g *group, r int, m vsr.Message) {
+	h := m.Header
+	c := h.Control()
+	switch h.Command() {
+	case vsr.CmdPrepareOk:
+		g.acks[r][c.Op] = ackRecord{id: c.ID, view: h.View()}
+		g.ackTop[r] = max(g.ackTop[r], c.Op)
+	case vsr.CmdDoViewChange:
+		for op := max(c.Commit, c.NackFloor) + 1; op <= g.ackTop[r] && op > c.NackFloor; op++ {
+			a, ok := g.acks[r][op]
+			if !ok || a.view != c.LogView {
+				continue
+			}
+			nacked := op > c.Op
+			if !nacked {
+				i := int(c.Op - op)
+				if (i+1)*vsr.HeaderSize > len(m.Body) {
+					continue
+				}
+				bh := (*vsr.Header)(m.Body[i*vsr.HeaderSize : (i+1)*vsr.HeaderSize])
+				nacked = bh.Identity() != a.id || c.Nacked(i)
+			}
+			if nacked {
+				w.fail("g%d r%d: do_view_change for view %d (log_view %d, op %d, commit %d, nacks above %d) nacks op %d (%s), which it acknowledged in view %d",
+					g.idx, r, h.View(), c.LogView, c.Op, c.Commit, c.NackFloor, op, a.id, a.view)
+				return
+			}
+		}
+	}
+}
+
+// checkJournal checks the fencing order: a fenced replica (one that may have
+// forgotten ops it acknowledged) truncates its journal only once a state
+// record saying so is durable; a truncate that outlived a crash the record
+// did not would leave an unfenced replica with a shorter journal, free to
+// nack what it acknowledged.
+func (w *world) checkJournal(g *group, r int, j vsr.JournalOp) {
+	if w.o.NoContractChecks || j.Kind != vsr.JournalTruncate {
+		return
+	}
+	node := g.nodes[r]
+	if node.R == nil || !node.R.Info().Fenced {
+		return
+	}
+	var durable *vsr.State
+	if node.Disk.State != nil {
+		durable, _ = vsr.DecodeState(node.Disk.State)
+	}
+	if durable == nil || !durable.Fenced {
+		w.fail("g%d r%d truncated its journal to op %d while fenced, before its fence was durable", g.idx, r, j.Op)
 	}
 }

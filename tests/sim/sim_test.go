@@ -125,6 +125,7 @@ var regressionSeeds = []struct {
 	{204720, "a view change from normal status rebuilt the suffix from the window only, dropping adopted headers that did not fit it"},
 	{1002324, "a backup whose primary had evicted every op up to the commit it announced never started state transfer (range_evicted floor = commit+1)"},
 	{1012440, "a journal read queued for repair completed after a view change truncated its op, and the new primary served the stale prepare in the new view"},
+	{2063089, "a boot that fenced a replica issued its journal truncate before the fencing state record was durable; a crash kept the truncate and lost the record, and the replica, unfenced with a shorter journal, nacked an op it had acknowledged, so a view change dropped a committed op (regress_fence_before_truncate)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {

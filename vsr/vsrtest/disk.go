@@ -36,7 +36,8 @@ type Checkpoint struct {
 //     record or, sometimes, the new one;
 //   - a durable entry can be corrupted afterwards (a sector fault); if the
 //     corrupt entry is the journal's last, recovery cannot tell it from a
-//     torn write and reports the head as uncertain.
+//     torn write and reports the head as uncertain, leaving the damaged
+//     tail in place until the replica truncates it.
 type Disk struct {
 	State        []byte
 	pendingState []byte
@@ -206,15 +207,20 @@ func (d *Disk) Corrupt(op uint64) bool {
 	return false
 }
 
-// Recover returns the journal as the node hands it to vsr.New.
+// Recover returns the journal as the node hands it to vsr.New. A corrupt
+// tail is left out of what it returns (the head is then uncertain) but stays
+// on the disk: as the journal contract asks, only the replica's truncate —
+// which it issues once its fence is durable — removes it, so a crash before
+// then finds the damage again instead of a clean, shorter journal.
 func (d *Disk) Recover() ([]vsr.JournalEntry, bool) {
 	uncertain := false
-	for len(d.Journal) > 0 && d.Journal[len(d.Journal)-1].Corrupt {
-		d.Journal = d.Journal[:len(d.Journal)-1]
+	n := len(d.Journal)
+	for n > 0 && d.Journal[n-1].Corrupt {
+		n--
 		uncertain = true
 	}
-	out := make([]vsr.JournalEntry, len(d.Journal))
-	for i, e := range d.Journal {
+	out := make([]vsr.JournalEntry, n)
+	for i, e := range d.Journal[:n] {
 		out[i].Op = e.Op
 		if !e.Corrupt {
 			h := new(vsr.Header)

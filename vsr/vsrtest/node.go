@@ -60,6 +60,9 @@ type Node struct {
 	Trace func(line string)
 	// OnApply is installed on every KV this node builds.
 	OnApply func(h *vsr.Header, body, reply []byte)
+	// OnJournal, when set, sees every journal operation before the disk
+	// does (the simulator's contract checks).
+	OnJournal func(j vsr.JournalOp)
 
 	ios     []pendingIO
 	Out     []vsr.Envelope
@@ -230,6 +233,9 @@ func (n *Node) handle(rd vsr.Ready) {
 		n.schedule(pendingIO{kind: ioState}, "state", true)
 	}
 	for _, j := range rd.Journal {
+		if n.OnJournal != nil {
+			n.OnJournal(j)
+		}
 		switch j.Kind {
 		case vsr.JournalAppend:
 			frame := make([]byte, vsr.HeaderSize+len(j.Body))
