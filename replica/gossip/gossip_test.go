@@ -145,10 +145,10 @@ func TestKilledNodeBecomesSuspectThenDead(t *testing.T) {
 			t.Fatal("no leave event for node 2")
 		}
 	}
-	// The survivors still see each other.
-	if !allAlive(gs, 0, 1) {
-		t.Fatal("survivors lost each other")
-	}
+	// The survivors still see each other (on a loaded machine a probe
+	// between them may time out and mark one suspect for a moment; they
+	// must come back to alive, not stay apart).
+	eventually(t, "survivors see each other alive", func() bool { return allAlive(gs, 0, 1) })
 }
 
 // Suspicion is this node's own view: an alive member whose probes stopped
