@@ -123,7 +123,12 @@
 // and will name it; any other is moved to {path}/quarantine/ and logged as
 // an error. A partition deleted while the node was down is deleted when
 // the metadata op deleting it applies here. A cluster node's shutdown does
-// not wait for its queued system commands (they need a quorum).
+// not wait for its queued system commands (they need a quorum). A
+// partition whose files are damaged (segment corruption or holes, segments
+// below the checkpointed offset frontier, a bad checkpoint file or
+// superblock) is quarantined the same way and reopened empty as a
+// rejoining replica, which journal repair or state transfer refills; a
+// single node refuses to open it instead, having no other copy.
 //
 // With --fresh on a directory that held cluster data the node's groups
 // rejoin (vsr.Boot.Rejoin: no vote until caught up): the metadata group,
