@@ -885,3 +885,46 @@ func TestClusterRefillsDamagedPartition(t *testing.T) {
 	eventually(t, 60*time.Second, "refilled partition", func() error { return checkPartition(ctx, back, 0, (batches+2)*per) })
 	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(1, 0, 1, 2) })
 }
+
+// TestClusterLoginWaitsForQuorum logs in to the first node of a new
+// cluster before its peers run: the login is replayed (58), not refused
+// as bad credentials, and succeeds once a quorum created root.
+func TestClusterLoginWaitsForQuorum(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	if err := tc.start(0, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{tc.nodes[0].Addr()}
+	cfg.Username, cfg.Password = DefaultRootUsername, DefaultRootPassword
+	cfg.HeartbeatInterval = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type result struct {
+		c   *client.Client
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := client.Dial(ctx, cfg)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("login finished without a quorum: %v", r.err)
+	case <-time.After(time.Second):
+	}
+	for i := 1; i < 3; i++ {
+		if err := tc.start(i, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("login once the cluster formed: %v", r.err)
+	}
+	defer r.c.Close()
+	if err := r.c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -103,6 +103,10 @@
 // are served by the node the client is connected to, from what it has
 // committed.
 //
+// A login reaching a node whose metadata is not bootstrapped (no quorum
+// has created root yet, or the node's metadata is still catching up after
+// a restart) is answered 58, which clients replay, not InvalidCredentials.
+//
 // Each node registers its own system session (client id "iggo:system"
 // with last byte 1 + replica id). On a first boot every node proposes the
 // root user; the first proposal to commit wins, the others are refused
