@@ -8,7 +8,7 @@ BIN     := bin
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
-.PHONY: all build run test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos
+.PHONY: all build run cluster cluster-down bench-cluster test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos
 
 all: build
 
@@ -19,6 +19,17 @@ build:
 # config; root credentials iggy/iggy; data under ./local_data.
 run: build
 	./$(BIN)/iggo-server --with-default-root-credentials
+
+# A local 3-node cluster of background servers (127.0.0.1, client ports
+# CLUSTER_BASE_PORT.., data under CLUSTER_DIR); `make cluster-down` stops it
+# (iggo cluster down --purge also removes the data).
+CLUSTER_DIR       ?= local_cluster
+CLUSTER_BASE_PORT ?= 8090
+cluster: build
+	./$(BIN)/iggo cluster up --nodes 3 --dir $(CLUSTER_DIR) --base-port $(CLUSTER_BASE_PORT)
+
+cluster-down:
+	./$(BIN)/iggo cluster down --dir $(CLUSTER_DIR)
 
 vet:
 	$(GO) vet ./...
