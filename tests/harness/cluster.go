@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -560,4 +561,69 @@ func (c *Cluster) Logs() string {
 		fmt.Fprintf(&sb, "==== %s (%s) ====\n%s\n", n.Name, n.IP, n.Output())
 	}
 	return sb.String()
+}
+
+// GroupRole is a consensus group's role as one node logged it (the
+// server's "group role" line, written whenever a group's view, status or
+// primary changes on that node).
+type GroupRole struct {
+	Node    int
+	Group   string // "metadata" or "stream/topic/partition" (numeric ids)
+	View    uint32
+	Status  string
+	Primary int
+}
+
+// GroupRoles parses every node's "group role" log lines for group, in
+// output order.
+func (c *Cluster) GroupRoles(group string) []GroupRole {
+	var out []GroupRole
+	for i, n := range c.Nodes {
+		for _, line := range strings.Split(n.Output(), "\n") {
+			if !strings.Contains(line, "\tgroup role\t") {
+				continue
+			}
+			j := strings.IndexByte(line, '{')
+			if j < 0 {
+				continue
+			}
+			var f struct {
+				Group   string `json:"group"`
+				View    uint32 `json:"view"`
+				Status  string `json:"status"`
+				Primary int    `json:"primary"`
+			}
+			if json.Unmarshal([]byte(line[j:]), &f) != nil || f.Group != group {
+				continue
+			}
+			out = append(out, GroupRole{Node: i, Group: f.Group, View: f.View, Status: f.Status, Primary: f.Primary})
+		}
+	}
+	return out
+}
+
+// Primary returns the primary of group in the highest view any node logged
+// in normal status; ok is false when no node logged one.
+func (c *Cluster) Primary(group string) (primary int, view uint32, ok bool) {
+	for _, r := range c.GroupRoles(group) {
+		if r.Status == "normal" && (!ok || r.View >= view) {
+			primary, view, ok = r.Primary, r.View, true
+		}
+	}
+	return primary, view, ok
+}
+
+// WaitPrimary waits until some node logged a primary of group in normal
+// status in a view of at least minView, and returns it.
+func (c *Cluster) WaitPrimary(group string, minView uint32, d time.Duration) (int, uint32, error) {
+	deadline := time.Now().Add(d)
+	for {
+		if p, v, ok := c.Primary(group); ok && v >= minView {
+			return p, v, nil
+		}
+		if time.Now().After(deadline) {
+			return -1, 0, fmt.Errorf("harness: no node logged a primary of group %s in view >= %d within %v", group, minView, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
