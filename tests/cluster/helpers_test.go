@@ -97,7 +97,9 @@ type partKey struct {
 	partition uint32
 }
 
-func (k partKey) String() string { return fmt.Sprintf("%s/%s/%d", k.spec.stream, k.spec.topic, k.partition) }
+func (k partKey) String() string {
+	return fmt.Sprintf("%s/%s/%d", k.spec.stream, k.spec.topic, k.partition)
+}
 
 // workload runs one producer per partition: batches of batchSize 1 KB
 // messages whose payloads carry (partition tag, seq), sent with
