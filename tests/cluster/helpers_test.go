@@ -117,12 +117,14 @@ type workload struct {
 	next   map[partKey]uint64
 	failed map[partKey]int
 
+	// gap paces each producer (default sendGap).
+	gap  time.Duration
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
 func newWorkload(t *testing.T, c *harness.Cluster, specs []*topicSpec) *workload {
-	return &workload{t: t, c: c, specs: specs, acked: map[partKey][]ack{}, next: map[partKey]uint64{}, failed: map[partKey]int{}}
+	return &workload{t: t, c: c, specs: specs, acked: map[partKey][]ack{}, next: map[partKey]uint64{}, failed: map[partKey]int{}, gap: sendGap}
 }
 
 func (w *workload) keys() []partKey {
@@ -220,7 +222,7 @@ func (w *workload) produce(i int, k partKey) {
 		select {
 		case <-w.stop:
 			return
-		case <-time.After(sendGap):
+		case <-time.After(w.gap):
 		}
 	}
 }
