@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"net"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -94,6 +96,9 @@ func (g *group) publishRole() {
 		r.Stream, r.Topic, r.Partition = ns.Stream(), ns.Topic(), ns.Partition()
 	}
 	g.sh.n.roles.slot(g.id).Store(r)
+	if g.id == vsr.MetadataGroup && g.sh.n.fresh && g.sh.n.freshTarget == 0 && info.Status == "normal" {
+		g.sh.n.freshTarget = max(info.CommitMax, 1)
+	}
 	if changed && g.sh.n.clustered() {
 		g.log.Info("group role", zap.Uint32("view", info.View), zap.String("status", info.Status),
 			zap.Int("primary", int(info.Primary)), zap.Bool("is_primary", r.IsPrimary), zap.Uint64("commit", info.CommitMax))
@@ -157,6 +162,7 @@ func (n *Node) GroupRoles() []GroupRole {
 type PeerLink struct {
 	ReplicaID int
 	Name      string
+	// Addr is the peer's replica-plane address (ip:tcp_replica).
 	Addr      string
 	Connected bool
 }
@@ -174,7 +180,7 @@ func (n *Node) PeerLinks() []PeerLink {
 		}
 		addr := ""
 		if m.Ports.TCPReplica != nil {
-			addr = m.IP
+			addr = net.JoinHostPort(m.IP, strconv.Itoa(int(*m.Ports.TCPReplica)))
 		}
 		out = append(out, PeerLink{ReplicaID: m.ReplicaID, Name: m.Name, Addr: addr,
 			Connected: n.plane.Connected(uint8(m.ReplicaID))})
