@@ -234,3 +234,98 @@ func TestLocalClusterSingleNode(t *testing.T) {
 		t.Fatalf("down --purge removed a foreign directory: %v", err)
 	}
 }
+
+// TestLocalClusterThreeNodes: `iggo cluster up --nodes 3` starts three
+// clustered background servers (roster, shared key from the secret file,
+// never written into cluster.toml); data written through one node is read
+// through another; status lists all three running and answering with the
+// roles the metadata reports; a node killed shows as not running; down
+// stops the rest and --purge removes everything.
+func TestLocalClusterThreeNodes(t *testing.T) {
+	lc := newLocalCluster(t, 3)
+	r := lc.up(t, 3)
+	if r.code != exitOK {
+		t.Fatalf("up:\n%v", r)
+	}
+	mustContain(t, r.out, "Started a 3-node cluster \"iggo-local\" in "+lc.dir, "| node-0 | "+lc.addr(0), "| node-1 | "+lc.addr(1),
+		"| node-2 | "+lc.addr(2), "| 127.0.0.1:"+strconv.Itoa(lc.base+1002)+" ")
+	cfg, err := os.ReadFile(filepath.Join(lc.dir, "cluster.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := os.ReadFile(filepath.Join(lc.dir, "secret"))
+	if err != nil || len(strings.TrimSpace(string(secret))) < 32 {
+		t.Fatalf("secret file: %q %v", secret, err)
+	}
+	mustContain(t, string(cfg), "enabled = true", "replica_id = 2", "tcp_replica = "+strconv.Itoa(lc.base+1001))
+	mustNotContain(t, string(cfg), strings.TrimSpace(string(secret)))
+	st := readLocalState(t, lc.dir)
+	if len(st.Nodes) != 3 {
+		t.Fatalf("state %+v", st)
+	}
+
+	ok := func(addr string, args ...string) string {
+		t.Helper()
+		r := lc.e.exec(t, "", append([]string{"--tcp-server-address", addr, "-u", "iggy", "-p", "iggy"}, args...)...)
+		if r.code != exitOK {
+			t.Fatalf("want success:\n%v", r)
+		}
+		return r.out
+	}
+	ok(lc.addr(1), "stream", "create", "lc3")
+	ok(lc.addr(2), "topic", "create", "lc3", "t", "3", "none")
+	ok(lc.addr(0), "message", "send", "lc3", "t", "--partition-id", "1", "hello-from-node-0")
+	var polled string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if polled = ok(lc.addr(2), "message", "poll", "lc3", "t", "1", "--first", "-m", "10"); strings.Contains(polled, "hello-from-node-0") {
+			break
+		}
+	}
+	mustContain(t, polled, "hello-from-node-0")
+
+	r = lc.run(t, "status", "--dir", lc.dir, "-l", "list")
+	if r.code != exitOK {
+		t.Fatalf("status:\n%v", r)
+	}
+	leaders := 0
+	for i, row := range rows(r.out) {
+		if len(row) != 7 || row[0] != "node-"+strconv.Itoa(i) || row[1] != lc.addr(i) || row[2] != strconv.Itoa(st.Nodes[i].PID) ||
+			row[3] != "running" || !strings.HasSuffix(row[4], " ms") {
+			t.Fatalf("status row %d %q:\n%v", i, row, r)
+		}
+		switch row[5] {
+		case "leader":
+			leaders++
+		case "follower", "unknown":
+		default:
+			t.Fatalf("status row %d role %q", i, row[5])
+		}
+	}
+	if leaders != 1 {
+		t.Fatalf("status shows %d leaders:\n%v", leaders, r)
+	}
+
+	if err := syscall.Kill(st.Nodes[2].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); pidAlive(st.Nodes[2].PID) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	r = lc.run(t, "status", "--dir", lc.dir, "-l", "list")
+	if got := rows(r.out); r.code != exitOK || len(got) != 3 || got[2][3] != "not running" || got[2][4] != "-" || got[0][3] != "running" {
+		t.Fatalf("status after killing node-2:\n%v", r)
+	}
+	// Two of three still serve writes.
+	ok(lc.addr(0), "message", "send", "lc3", "t", "--partition-id", "2", "after-kill")
+
+	r = lc.run(t, "down", "--dir", lc.dir, "--purge")
+	if r.code != exitOK {
+		t.Fatalf("down:\n%v", r)
+	}
+	mustContain(t, r.out, "Stopped node-0, node-1\n", "Removed "+lc.dir)
+	for _, n := range st.Nodes {
+		if pidAlive(n.PID) {
+			t.Fatalf("%s (pid %d) still running after down", n.Name, n.PID)
+		}
+	}
+}
