@@ -31,6 +31,25 @@ cluster: build
 cluster-down:
 	./$(BIN)/iggo cluster down --dir $(CLUSTER_DIR)
 
+# Throughput of a 3-node local cluster (not part of `make test`): iggo bench
+# pp (pinned producer, 1 KB messages, batches of 1,000) against node 0 for a
+# replicated and then a persisted topic, each printing its summary. The
+# cluster runs under BENCH_CLUSTER_DIR on client ports BENCH_CLUSTER_PORT..
+# and is stopped and removed afterwards, also when a run fails.
+BENCH_CLUSTER_DIR     ?= /tmp/iggo-bench-cluster
+BENCH_CLUSTER_PORT    ?= 27090
+BENCH_CLUSTER_BATCHES ?= 500
+BENCH_CLUSTER_ARGS    ?=
+bench-cluster: build
+	@set -e; \
+	./$(BIN)/iggo cluster up --nodes 3 --dir $(BENCH_CLUSTER_DIR) --base-port $(BENCH_CLUSTER_PORT) --fresh; \
+	trap './$(BIN)/iggo cluster down --dir $(BENCH_CLUSTER_DIR) --purge' EXIT; \
+	for d in replicated persisted; do \
+	  echo "== 3-node cluster, $$d"; \
+	  ./$(BIN)/iggo --tcp-server-address 127.0.0.1:$(BENCH_CLUSTER_PORT) bench pp -p 1 -m 1000 -P 1000 \
+	    -b $(BENCH_CLUSTER_BATCHES) --durability $$d --progress none --remark "3-node local cluster" $(BENCH_CLUSTER_ARGS); \
+	done
+
 vet:
 	$(GO) vet ./...
 
