@@ -76,7 +76,9 @@ func (b *roleBoard) remove(group uint64) { b.m.Delete(group) }
 // or primary changed (called by the owning shard after driving the group),
 // and logs role changes.
 func (g *group) publishRole() {
-	if g.r == nil || g.closed {
+	if g.r == nil || g.closed || (g.roleKnown && g.sh.n.replicaCount == 1) {
+		// A single node's roles never change after boot: keep the hot path
+		// free of it.
 		return
 	}
 	info := g.r.Info()

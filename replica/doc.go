@@ -112,9 +112,12 @@
 // its groups and repairs missing or corrupt prepares from its peers (vsr
 // journal repair; a rewritten entry is fdatasync'ed like an append). At
 // boot a cluster node never deletes partition storage its recovered
-// metadata does not name (the metadata may be behind its peers'); it logs
-// it, and a partition recreated with another revision claims the
-// directory. With --fresh the node's groups rejoin (vsr.Boot.Rejoin: no
+// metadata does not name: a directory whose revision (incarnation file) is
+// above the metadata's is kept, since the metadata is behind its peers'
+// and will name it; any other is moved to {path}/quarantine/ and logged as
+// an error. A partition deleted while the node was down is deleted when
+// the metadata op deleting it applies here. A cluster node's shutdown does
+// not wait for its queued system commands (they need a quorum). With --fresh the node's groups rejoin (vsr.Boot.Rejoin: no
 // vote until caught up) — the metadata group, and every partition created
 // by a metadata op at or below the commit point the metadata group learned
 // when it first reached normal status. A replica whose missing ops no
@@ -164,6 +167,7 @@
 //	    segments-{op:020}                   cluster mode: its segment list, below
 //	    transfer/artifact-{id}              cluster mode: state transfer staging
 //	    purge.gen                           u64 purge generation ‖ XXH3-64
+//	{path}/quarantine/{s}-{t}-{p}-{unix ns}/ cluster mode: unknown partition storage
 //	{path}/state/log                        Iggy's legacy file, empty
 //	{path}/runtime/current_config.toml      rewritten at every boot
 //	{path}/logs/iggo-server.log             JSON log lines (rotated)
