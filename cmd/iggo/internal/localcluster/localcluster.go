@@ -574,6 +574,9 @@ func status(ctx context.Context, env *cli.Env, dir string, mode cli.ListMode, ti
 	if mode == cli.ListTable {
 		if md != nil {
 			fmt.Fprintf(env.Out, "Roles and health as reported by %s.\n", mdFrom)
+			if len(md.Nodes) < len(st.Nodes) {
+				fmt.Fprintf(env.Out, "Its cluster metadata lists %d of the %d nodes; the others show as unknown.\n", len(md.Nodes), len(st.Nodes))
+			}
 		} else {
 			fmt.Fprintln(env.Out, "No node answered GET_CLUSTER_METADATA: roles and health unknown.")
 		}
