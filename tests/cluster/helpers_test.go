@@ -33,6 +33,9 @@ const (
 	sendGap    = 15 * time.Millisecond
 )
 
+// offsetConsumer is the consumer whose offsets the workload stores.
+var offsetConsumer = wire.SingleConsumer(wire.NumericID(42))
+
 func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -116,6 +119,14 @@ type workload struct {
 	acked  map[partKey][]ack
 	next   map[partKey]uint64
 	failed map[partKey]int
+	// offsetAcked is the last acknowledged consumer-offset store per
+	// partition; offsetTried the stores attempted since then (their fate is
+	// unknown when they failed).
+	offsetAcked map[partKey]uint64
+	offsetTried map[partKey][]uint64
+	// offsetAhead counts stores refused as InvalidOffset before the
+	// entry node applied the acknowledged batch.
+	offsetAhead int
 
 	// gap paces each producer (default sendGap).
 	gap  time.Duration
@@ -124,7 +135,8 @@ type workload struct {
 }
 
 func newWorkload(t *testing.T, c *harness.Cluster, specs []*topicSpec) *workload {
-	return &workload{t: t, c: c, specs: specs, acked: map[partKey][]ack{}, next: map[partKey]uint64{}, failed: map[partKey]int{}, gap: sendGap}
+	return &workload{t: t, c: c, specs: specs, acked: map[partKey][]ack{}, next: map[partKey]uint64{}, failed: map[partKey]int{}, gap: sendGap,
+		offsetAcked: map[partKey]uint64{}, offsetTried: map[partKey][]uint64{}}
 }
 
 func (w *workload) keys() []partKey {
@@ -218,7 +230,44 @@ func (w *workload) produce(i int, k partKey) {
 		}
 		w.mu.Lock()
 		w.acked[k] = append(w.acked[k], ack{base: conf[0].BaseOffset, first: first, n: batchSize})
+		storeOffset := len(w.acked[k])%5 == 0
 		w.mu.Unlock()
+		if storeOffset {
+			// The consumer offset goes through the same faults, with the
+			// topic's consumer_offset_durability.
+			v := conf[0].BaseOffset
+			w.mu.Lock()
+			w.offsetTried[k] = append(w.offsetTried[k], v)
+			w.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			var err error
+			for attempt := 0; attempt < 40; attempt++ {
+				err = cl.StoreConsumerOffset(ctx, offsetConsumer, name(k.spec.stream), name(k.spec.topic), wire.SomePartition(k.partition), v)
+				// A node that has not applied the acknowledged batch yet
+				// (a backup learns commits a heartbeat later) refuses an
+				// offset beyond its own head; it catches up shortly.
+				if !wire.HasCode(err, wire.CodeInvalidOffset) {
+					break
+				}
+				w.mu.Lock()
+				w.offsetAhead++
+				w.mu.Unlock()
+				time.Sleep(50 * time.Millisecond)
+			}
+			cancel()
+			if err == nil {
+				w.mu.Lock()
+				w.offsetAcked[k], w.offsetTried[k] = v, nil
+				w.mu.Unlock()
+			} else {
+				w.t.Logf("partition %s: storing consumer offset %d failed: %v", k, v, err)
+				var ce *client.ConnError
+				if errors.As(err, &ce) {
+					_ = cl.Close()
+					cl = nil
+				}
+			}
+		}
 		select {
 		case <-w.stop:
 			return
@@ -255,7 +304,7 @@ func (w *workload) summary() string {
 	for _, k := range w.keys() {
 		s += fmt.Sprintf(" %s: %d acked, %d failed;", k, len(w.acked[k]), w.failed[k])
 	}
-	return s
+	return s + fmt.Sprintf(" offset stores refused as ahead of the entry node: %d", w.offsetAhead)
 }
 
 // waitAcks waits until every partition has at least n more acknowledged
@@ -418,6 +467,7 @@ func (w *workload) verify(t *testing.T, phase string) {
 			}
 		}
 		t.Logf("%s: partition %s: %d acknowledged batches, %d failed sends, %d messages on every node", phase, k, len(acks), w.failed[k], len(ref))
+		w.verifyOffset(t, phase, k)
 	}
 	waitSegmentsEqual(t, w.c, phase)
 }
@@ -467,5 +517,59 @@ func (w *workload) nextOffsetCheck(t *testing.T, via int, phase string) {
 		w.mu.Lock()
 		w.acked[k] = append(w.acked[k], ack{base: conf[0].BaseOffset, first: first, n: batchSize})
 		w.mu.Unlock()
+	}
+}
+
+// verifyOffset checks that every running node holds the partition's last
+// acknowledged consumer offset, or a store attempted after it whose
+// acknowledgement was lost (waiting for backups to apply it).
+func (w *workload) verifyOffset(t *testing.T, phase string, k partKey) {
+	t.Helper()
+	acked, hasAck := w.offsetAcked[k]
+	if !hasAck && len(w.offsetTried[k]) == 0 {
+		return
+	}
+	allowed := map[uint64]bool{}
+	if hasAck {
+		allowed[acked] = true
+	}
+	for _, v := range w.offsetTried[k] {
+		allowed[v] = true
+	}
+	for i, n := range w.c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		var got string
+		for end := time.Now().Add(30 * time.Second); ; {
+			cl, err := client.Dial(context.Background(), w.c.ClientConfig(i, "iggy", "iggy"))
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				off, err := cl.GetConsumerOffset(ctx, offsetConsumer, name(k.spec.stream), name(k.spec.topic), wire.SomePartition(k.partition))
+				cancel()
+				_ = cl.Close()
+				switch {
+				case err != nil:
+					got = err.Error()
+				case off == nil && !hasAck:
+					got = "" // no store was acknowledged; none may have applied
+				case off == nil:
+					got = "no stored offset"
+				case allowed[off.StoredOffset]:
+					got = ""
+				default:
+					got = fmt.Sprintf("stored offset %d", off.StoredOffset)
+				}
+			} else {
+				got = err.Error()
+			}
+			if got == "" {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s: node %d partition %s: consumer offset: %s, want the acknowledged %d (or a later attempt %v)", phase, i, k, got, acked, w.offsetTried[k])
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
