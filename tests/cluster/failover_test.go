@@ -112,3 +112,43 @@ func TestFreshNodeCatchesUp(t *testing.T) {
 	w.verify(t, "node 0 restarted with --fresh under load")
 	w.nextOffsetCheck(t, 0, "after --fresh")
 }
+
+// TestPausedPrimary: SIGSTOP of the partition's primary (longer than the
+// heartbeat timeout) while producers send: the others elect a new primary
+// and keep acknowledging; on SIGCONT the old primary, which still believes
+// in its view, must not commit or hand out offsets on its own — it rejoins
+// as a backup and catches up. Then a paused backup is resumed. Every
+// acknowledged message ends up once, in order, on every node.
+func TestPausedPrimary(t *testing.T) {
+	c := startCluster(t, harness.ClusterOptions{})
+	specs := durabilitySpecs()
+	createTopics(t, c, 1, specs)
+	w := newWorkload(t, c, specs)
+	w.start()
+	w.waitProgress(t, 5, 30*time.Second)
+	group := specs[0].group(0)
+	primary, view, err := c.WaitPrimary(group, 0, 10*time.Second)
+	must(t, err, "primary")
+	t.Logf("%s: pausing primary node %d (view %d)", group, primary, view)
+	must(t, c.Pause(primary), "SIGSTOP")
+	w.waitProgress(t, 10, 60*time.Second)
+	newPrimary, newView, err := c.WaitPrimary(group, view+1, 30*time.Second)
+	must(t, err, "view change while the primary is paused")
+	must(t, c.Resume(primary), "SIGCONT")
+	t.Logf("%s: primary node %d in view %d; resumed node %d", group, newPrimary, newView, primary)
+	w.waitProgress(t, 10, 60*time.Second)
+
+	backup := 0
+	for backup == newPrimary || backup == primary {
+		backup++
+	}
+	must(t, c.Pause(backup), "SIGSTOP backup")
+	w.waitProgress(t, 10, 60*time.Second)
+	must(t, c.Resume(backup), "SIGCONT backup")
+	w.waitProgress(t, 5, 60*time.Second)
+	w.halt()
+	t.Logf("load:%s", w.summary())
+	w.verify(t, "after pausing the primary and a backup")
+	w.nextOffsetCheck(t, primary, "after pauses")
+	w.verify(t, "after the next send")
+}

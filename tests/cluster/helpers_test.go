@@ -192,7 +192,7 @@ func (w *workload) produce(i int, k partKey) {
 			cfg.Addresses = append(append([]string(nil), addrs[(i+b)%len(addrs):]...), addrs[:(i+b)%len(addrs)]...)
 			cfg.RequestTimeout = 10 * time.Second
 			cfg.DialTimeout = time.Second
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			c, err := client.Dial(ctx, cfg)
 			cancel()
 			if err != nil {
@@ -213,15 +213,16 @@ func (w *workload) produce(i int, k partKey) {
 			}
 			msgs[j] = m
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		conf, err := cl.SendMessages(ctx, name(k.spec.stream), name(k.spec.topic), wire.PartitionByID(k.partition), msgs)
 		cancel()
 		if err != nil || len(conf) != 1 || conf[0].PartitionID != k.partition {
 			w.mu.Lock()
 			w.failed[k]++
 			w.mu.Unlock()
-			var ce *client.ConnError
-			if errors.As(err, &ce) {
+			if _, server := wire.CodeOf(err); !server {
+				// A broken or unresponsive node (killed, paused): enter
+				// through the next one.
 				_ = cl.Close()
 				cl = nil
 			}
@@ -261,8 +262,7 @@ func (w *workload) produce(i int, k partKey) {
 				w.mu.Unlock()
 			} else {
 				w.t.Logf("partition %s: storing consumer offset %d failed: %v", k, v, err)
-				var ce *client.ConnError
-				if errors.As(err, &ce) {
+				if _, server := wire.CodeOf(err); !server {
 					_ = cl.Close()
 					cl = nil
 				}
