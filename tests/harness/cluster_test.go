@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iggo/iggo/replica/config"
 )
@@ -78,5 +79,40 @@ func TestDiffFiles(t *testing.T) {
 	}
 	if got := diffFiles(nil, nil); got != "no segment files on either node" {
 		t.Errorf("empty: %q", got)
+	}
+}
+
+// TestPrimaryFromLogs: the primary of a group is the one of the highest
+// view any node logged in normal status; other groups, other statuses and
+// malformed lines are ignored.
+func TestPrimaryFromLogs(t *testing.T) {
+	logs := []string{
+		"2026-01-01T00:00:00.000Z\tINFO\tgroup role\t{\"shard\": 0, \"group\": \"0/0/0\", \"view\": 0, \"status\": \"normal\", \"primary\": 1, \"is_primary\": false}\n" +
+			"2026-01-01T00:00:01.000Z\tINFO\tgroup role\t{\"shard\": 0, \"group\": \"0/0/0\", \"view\": 1, \"status\": \"view_change\", \"primary\": 2}\n" +
+			"2026-01-01T00:00:01.000Z\tINFO\tgroup role\t{\"shard\": 0, \"group\": \"0/0/1\", \"view\": 5, \"status\": \"normal\", \"primary\": 0}\n",
+		"2026-01-01T00:00:02.000Z\tINFO\tgroup role\t{\"shard\": 1, \"group\": \"0/0/0\", \"view\": 1, \"status\": \"normal\", \"primary\": 2}\n" +
+			"2026-01-01T00:00:02.000Z\tINFO\tgroup role\t{broken\n",
+		"",
+	}
+	c := &Cluster{}
+	for i, l := range logs {
+		s := &Server{out: &syncBuffer{}}
+		s.out.Write([]byte(l))
+		c.Nodes = append(c.Nodes, &Node{Server: s, ID: i})
+	}
+	if p, v, ok := c.Primary("0/0/0"); !ok || p != 2 || v != 1 {
+		t.Fatalf("Primary(0/0/0) = %d, %d, %v; want 2, 1, true", p, v, ok)
+	}
+	if p, v, ok := c.Primary("0/0/1"); !ok || p != 0 || v != 5 {
+		t.Fatalf("Primary(0/0/1) = %d, %d, %v", p, v, ok)
+	}
+	if _, _, ok := c.Primary("metadata"); ok {
+		t.Fatal("a group nobody logged has a primary")
+	}
+	if got := c.GroupRoles("0/0/0"); len(got) != 3 || got[2].Node != 1 || got[1].Status != "view_change" {
+		t.Fatalf("GroupRoles = %+v", got)
+	}
+	if _, _, err := c.WaitPrimary("0/0/0", 2, 100*time.Millisecond); err == nil {
+		t.Fatal("WaitPrimary accepted a view below the minimum")
 	}
 }
