@@ -18,7 +18,8 @@ import (
 // When the metadata primary is then killed, the same connection keeps
 // working through the view change.
 func TestClientOnBackup(t *testing.T) {
-	c := startCluster(t, harness.ClusterOptions{})
+	// Two shards per node: requests also cross shards on their way.
+	c := startCluster(t, harness.ClusterOptions{Shards: 2})
 	leader, view, err := c.WaitPrimary("metadata", 0, 30*time.Second)
 	must(t, err, "metadata primary")
 	b := (leader + 1) % c.Size()

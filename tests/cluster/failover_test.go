@@ -69,8 +69,9 @@ func TestKillPrimaryThenBackup(t *testing.T) {
 // were fdatasync'ed), offsets are never handed out twice, and segments are
 // byte-identical.
 func TestKillWholeCluster(t *testing.T) {
-	c := startCluster(t, harness.ClusterOptions{})
+	c := startCluster(t, harness.ClusterOptions{Shards: 2})
 	specs := durabilitySpecs()
+	specs[0].partitions, specs[1].partitions = 2, 2
 	createTopics(t, c, 2, specs)
 	w := newWorkload(t, c, specs)
 	for round := 0; round < 2; round++ {
