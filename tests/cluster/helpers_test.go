@@ -128,14 +128,16 @@ type workload struct {
 	// entry node applied the acknowledged batch.
 	offsetAhead int
 
-	// gap paces each producer (default sendGap).
-	gap  time.Duration
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// gap paces each producer (default sendGap); batch is the number of
+	// messages per send (default batchSize).
+	gap   time.Duration
+	batch int
+	stop  chan struct{}
+	wg    sync.WaitGroup
 }
 
 func newWorkload(t *testing.T, c *harness.Cluster, specs []*topicSpec) *workload {
-	return &workload{t: t, c: c, specs: specs, acked: map[partKey][]ack{}, next: map[partKey]uint64{}, failed: map[partKey]int{}, gap: sendGap,
+	return &workload{t: t, c: c, specs: specs, acked: map[partKey][]ack{}, next: map[partKey]uint64{}, failed: map[partKey]int{}, gap: sendGap, batch: batchSize,
 		offsetAcked: map[partKey]uint64{}, offsetTried: map[partKey][]uint64{}}
 }
 
@@ -203,9 +205,9 @@ func (w *workload) produce(i int, k partKey) {
 		}
 		w.mu.Lock()
 		first := w.next[k]
-		w.next[k] += batchSize
+		w.next[k] += uint64(w.batch)
 		w.mu.Unlock()
-		msgs := make([]wire.Message, batchSize)
+		msgs := make([]wire.Message, w.batch)
 		for j := range msgs {
 			m, err := client.NewMessage(payload(tagOf(k), first+uint64(j)))
 			if err != nil {
@@ -230,7 +232,7 @@ func (w *workload) produce(i int, k partKey) {
 			continue
 		}
 		w.mu.Lock()
-		w.acked[k] = append(w.acked[k], ack{base: conf[0].BaseOffset, first: first, n: batchSize})
+		w.acked[k] = append(w.acked[k], ack{base: conf[0].BaseOffset, first: first, n: w.batch})
 		storeOffset := len(w.acked[k])%5 == 0
 		w.mu.Unlock()
 		if storeOffset {
@@ -524,9 +526,9 @@ func (w *workload) nextOffsetCheck(t *testing.T, via int, phase string) {
 		got := readAll(t, w.c, via, k, 0, 10*time.Second)
 		w.mu.Lock()
 		first := w.next[k]
-		w.next[k] += batchSize
+		w.next[k] += uint64(w.batch)
 		w.mu.Unlock()
-		msgs := make([]wire.Message, batchSize)
+		msgs := make([]wire.Message, w.batch)
 		for j := range msgs {
 			m, err := client.NewMessage(payload(tagOf(k), first+uint64(j)))
 			must(t, err, "message")
@@ -538,7 +540,7 @@ func (w *workload) nextOffsetCheck(t *testing.T, via int, phase string) {
 			t.Fatalf("%s: partition %s: next send got offset %d, want %d (right after the stored messages)", phase, k, conf[0].BaseOffset, len(got))
 		}
 		w.mu.Lock()
-		w.acked[k] = append(w.acked[k], ack{base: conf[0].BaseOffset, first: first, n: batchSize})
+		w.acked[k] = append(w.acked[k], ack{base: conf[0].BaseOffset, first: first, n: w.batch})
 		w.mu.Unlock()
 	}
 }

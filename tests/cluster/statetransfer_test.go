@@ -18,7 +18,8 @@ func TestFreshNodeStateTransfer(t *testing.T) {
 	specs := durabilitySpecs()
 	createTopics(t, c, 0, specs)
 	w := newWorkload(t, c, specs)
-	w.gap = time.Millisecond
+	// Many small ops: the journals' 256 slots are passed quickly.
+	w.gap, w.batch = time.Millisecond, 2
 	w.start()
 	w.waitProgress(t, 5, 60*time.Second)
 	c.Kill(1)
