@@ -115,11 +115,14 @@ func (tc *testCluster) start(i int, fresh bool) error {
 	return nil
 }
 
-func (tc *testCluster) startAll() {
+func (tc *testCluster) startAll() { tc.startAllWith(false) }
+
+// startAllWith starts every node at once, all with --fresh or none.
+func (tc *testCluster) startAllWith(fresh bool) {
 	tc.t.Helper()
 	errs := make(chan error, len(tc.nodes))
 	for i := range tc.nodes {
-		go func() { errs <- tc.start(i, false) }()
+		go func() { errs <- tc.start(i, fresh) }()
 	}
 	for range tc.nodes {
 		if err := <-errs; err != nil {
@@ -272,6 +275,13 @@ func testClusterReplicates(t *testing.T, tls bool) {
 			if _, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(p), clusterBatch(b*per, per)); err != nil {
 				t.Fatalf("partition %d batch %d: %v", p, b, err)
 			}
+		}
+	}
+	// Read your writes: the node that took a partition's last send serves
+	// every message of it at once, even where it is a backup.
+	for p := uint32(0); p < parts; p++ {
+		if err := checkPartition(ctx, clients[(int(p)+batches-1)%3], p, batches*per); err != nil {
+			t.Fatalf("right after the last send: %v", err)
 		}
 	}
 	for i, c := range clients {
@@ -433,7 +443,9 @@ func TestClusterFailover(t *testing.T) {
 // its peers.
 func TestClusterFreshRejoin(t *testing.T) {
 	tc := newTestCluster(t, 3)
-	tc.startAll()
+	// A new cluster may start with --fresh everywhere: empty directories
+	// mean new nodes, not rejoining ones.
+	tc.startAllWith(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := tc.dial(0)
@@ -729,4 +741,89 @@ func TestClusterQuarantinesUnknownStorage(t *testing.T) {
 		t.Fatalf("storage newer than the metadata was not kept: %v", err)
 	}
 	eventually(t, 30*time.Second, "restarted node", func() error { return checkPartition(ctx, tc.dial(2), 0, 6) })
+}
+
+// TestClusterDeleteSegments deletes sealed segments through a node: every
+// replica deletes the same ones (a replicated op), on a persisted topic.
+func TestClusterDeleteSegments(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := wire.Options{}.With("segment_size", wire.Uint64Value(1<<20)).With("durability", wire.StringValue("persisted"))
+	if _, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 1, Name: "t", Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	const batches, per, size = 40, 8, 10 << 10
+	for b := 0; b < batches; b++ {
+		msgs := make([]wire.Message, per)
+		for i := range msgs {
+			pl := make([]byte, size)
+			binary.LittleEndian.PutUint64(pl, uint64(b*per+i))
+			msgs[i] = wire.Message{ID: wire.Uint128{Lo: uint64(b*per + i + 1)}, Payload: pl}
+		}
+		if _, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(1, 0, 1, 2) })
+	segs := func(i int) int {
+		files, _ := filepath.Glob(filepath.Join(partitionDir(tc.dirs[i], 0, 0, 0), "*.log"))
+		return len(files)
+	}
+	before := segs(0)
+	if before < 3 {
+		t.Fatalf("%d segments, want at least 3", before)
+	}
+	if err := tc.dial(2).DeleteSegments(ctx, wire.NumericID(0), wire.NumericID(0), 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range tc.nodes {
+		eventually(t, 30*time.Second, fmt.Sprintf("node %d deleted a segment", i), func() error {
+			if n := segs(i); n != before-1 {
+				return fmt.Errorf("%d segments, want %d", n, before-1)
+			}
+			return nil
+		})
+	}
+	eventually(t, 30*time.Second, "identical segments after the deletion", func() error { return tc.sameSegments(1, 0, 1, 2) })
+}
+
+// TestClusterFullRestart stops every node and starts them again: the
+// groups elect primaries again, every node holds its data, and writes
+// resume.
+func TestClusterFullRestart(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := tc.dial(1)
+	const parts, per = 2, 4
+	tc.setupTopic(ctx, c, parts)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c, p, 0, 5, per)
+	}
+	for i := range tc.nodes {
+		tc.stop(i)
+	}
+	tc.startAll()
+	for i := range tc.nodes {
+		ci := tc.dial(i)
+		for p := uint32(0); p < parts; p++ {
+			sendAll(ctx, t, ci, p, 5+i, 6+i, per)
+		}
+	}
+	for i := range tc.nodes {
+		ci := tc.dial(i)
+		for p := uint32(0); p < parts; p++ {
+			eventually(t, 60*time.Second, fmt.Sprintf("node %d partition %d", i, p), func() error {
+				return checkPartition(ctx, ci, p, 8*per)
+			})
+		}
+	}
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
 }

@@ -88,7 +88,12 @@
 // own system commands, a send, an offset store or delete, an auto-commit)
 // is forwarded to the primary in a vsr Forward frame and the primary's
 // reply relayed back in a ForwardReply (layouts in package vsr,
-// forward.go); the connection cannot tell. A forward unanswered within
+// forward.go); the connection cannot tell. The primary then broadcasts
+// its commit point at once (vsr CommitNow) instead of at the next commit
+// heartbeat, and the forwarding node answers only once it applied the op
+// itself (at most a forward deadline later), so the client's next request
+// there sees what it just created, joined or sent. A
+// forward unanswered within
 // cluster.heartbeat_timeout, or refused by a peer that is no longer
 // primary, is answered 58 (TransientNotAccepted), which clients replay.
 // Metadata requests carry the client's session, so a replay is applied at
@@ -117,18 +122,21 @@
 // and will name it; any other is moved to {path}/quarantine/ and logged as
 // an error. A partition deleted while the node was down is deleted when
 // the metadata op deleting it applies here. A cluster node's shutdown does
-// not wait for its queued system commands (they need a quorum). With --fresh the node's groups rejoin (vsr.Boot.Rejoin: no
-// vote until caught up) — the metadata group, and every partition created
-// by a metadata op at or below the commit point the metadata group learned
-// when it first reached normal status. A replica whose missing ops no
-// peer's journal still holds fetches a peer's latest checkpoint by state
-// transfer (transfer.go, transfer_partition.go): for the metadata group
-// the session table (artifact 0) and the metadata snapshot (1), installed
-// as a new snapshot.bin, after which the shards open and drop partitions
-// to match; for a partition the checkpoint file (1), its segment list (2)
-// and the .log prefix of each listed segment (3, 4, …), installed in
-// place of the partition's segments and checkpoint, indexes rebuilt by
-// segment.Open.
+// not wait for its queued system commands (they need a quorum).
+//
+// With --fresh on a directory that held cluster data the node's groups
+// rejoin (vsr.Boot.Rejoin: no vote until caught up): the metadata group,
+// and every partition created by a metadata op at or below the commit
+// point the metadata group learned when it first reached normal status.
+// An empty directory is a new node (a new cluster may start with --fresh
+// everywhere). A replica whose missing ops no peer's journal still holds
+// fetches a peer's latest checkpoint by state transfer (transfer.go,
+// transfer_partition.go): for the metadata group the session table
+// (artifact 0) and the metadata snapshot (1), installed as a new
+// snapshot.bin, after which the shards open and drop partitions to match;
+// for a partition the checkpoint file (1), its segment list (2) and the
+// .log prefix of each listed segment (3, 4, …), installed in place of the
+// partition's segments and checkpoint, indexes rebuilt by segment.Open.
 //
 // # Durability
 //
@@ -214,6 +222,8 @@
 //	162 delete offset   [kind u8][id u32]
 //	170 purge           [generation u64]
 //	171 drop group      [group_id u32]
+//	172 delete segments [keep_from u64] (cluster mode: the sealed segments
+//	                    ending at or below keep_from go; a replay deletes nothing more)
 //
 // Replies: send [base_offset u64]; the others [code u32] (0, or 3021 for a
 // delete of an absent offset). An auto-commit never moves an offset back.

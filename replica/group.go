@@ -33,6 +33,8 @@ type groupSM interface {
 	readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error)
 	writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error
 	install(m vsr.Manifest) error
+	// appliedOp is the last op applied to the state machine.
+	appliedOp() uint64
 }
 
 // groupSpec describes a group to open.
@@ -89,6 +91,7 @@ type group struct {
 	// the tick count.
 	fwd   map[uint64]uint64
 	ticks uint64
+	held  []heldReply
 	// The last published role (cluster_view.go).
 	roleKnown   bool
 	roleView    uint32
@@ -452,6 +455,7 @@ func (g *group) fail(err error) {
 		t.failStatus(wireCodeUnavailable)
 		g.sh.deliverTask(t)
 	}
+	g.releaseHeld()
 }
 
 // drop closes the group's files and answers every waiting request with
@@ -463,5 +467,6 @@ func (g *group) drop(code uint32) {
 		g.sh.deliverTask(t)
 	}
 	g.closed = true
+	g.releaseHeld()
 	g.closeFiles()
 }
