@@ -79,7 +79,7 @@ func TestClientOnBackup(t *testing.T) {
 		}
 	}
 	sendPoll(0)
-	// Partition primaries are spread: the sends above reached every node.
+	// Which nodes led the partitions the sends above went to (logged).
 	led := map[int]bool{}
 	for p := 0; p < 3; p++ {
 		st, err := cl.GetStream(ctx, name("bk"))
