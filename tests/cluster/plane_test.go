@@ -178,3 +178,36 @@ func TestReplicaPlaneRefusesBadPeers(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaPlaneTLS: the same cluster with its replica plane inside TLS
+// 1.3 (self-signed, the key handshake bound to the TLS session) replicates,
+// fails over after a kill -9 and lands identical data on every node; a
+// plain-TCP peer is refused.
+func TestReplicaPlaneTLS(t *testing.T) {
+	c := startCluster(t, harness.ClusterOptions{ExtraTOML: "\n[cluster.tls]\nenabled = true\nself_signed = true\n"})
+	if !containsLine(c.Nodes[0].Output(), "replica plane started", `"tls_mode": 1`) {
+		t.Fatalf("node 0 did not start its replica plane in TLS mode:\n%s", grepLines(c.Nodes[0].Output(), "replica plane"))
+	}
+	specs := durabilitySpecs()
+	createTopics(t, c, 0, specs)
+	w := newWorkload(t, c, specs)
+	w.start()
+	w.waitProgress(t, 5, 30*time.Second)
+	primary, _, err := c.WaitPrimary(specs[1].group(0), 0, 10*time.Second)
+	must(t, err, "primary")
+	c.Kill(primary)
+	w.waitProgress(t, 5, 60*time.Second)
+	c.Restart(primary, false)
+	w.waitProgress(t, 5, 60*time.Second)
+
+	// A peer speaking the plain handshake to a TLS node.
+	hello := plane.Handshake{Step: plane.StepHello, Flags: plane.FlagAuth, Sender: 0, Receiver: 1, RosterSize: 3, Cluster: plane.ClusterID(c.Options().Name)}
+	_, _ = rand.Read(hello.Nonce[:])
+	_, _ = rand.Read(hello.KeyID[:])
+	b := hello.Encode()
+	raw(t, c, 1, b[:])
+	t.Log(waitRefusal(t, c, 1, "tls"))
+
+	w.halt()
+	w.verify(t, "TLS replica plane after a kill -9")
+}
