@@ -305,6 +305,27 @@ func TestLocalClusterThreeNodes(t *testing.T) {
 		t.Fatalf("status shows %d leaders:\n%v", leaders, r)
 	}
 
+	// A graceful stop of the whole cluster and a restart on its data.
+	r = lc.run(t, "down", "--dir", lc.dir)
+	if r.code != exitOK || r.out != "Stopped node-0, node-1, node-2\n" {
+		t.Fatalf("down:\n%v", r)
+	}
+	for _, n := range st.Nodes {
+		if pidAlive(n.PID) {
+			t.Fatalf("%s still running after down", n.Name)
+		}
+	}
+	if r := lc.up(t, 3); r.code != exitOK {
+		t.Fatalf("up after down:\n%v", r)
+	}
+	st = readLocalState(t, lc.dir)
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if polled = ok(lc.addr(1), "message", "poll", "lc3", "t", "1", "--first", "-m", "10"); strings.Contains(polled, "hello-from-node-0") {
+			break
+		}
+	}
+	mustContain(t, polled, "hello-from-node-0")
+
 	if err := syscall.Kill(st.Nodes[2].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
