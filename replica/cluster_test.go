@@ -417,9 +417,10 @@ func TestClusterFailover(t *testing.T) {
 				return checkPartition(ctx, cl, p, 8*per)
 			})
 		}
-		if _, err := cl.GetStream(ctx, wire.MustNamedID("after-failover")); err != nil {
-			t.Fatalf("node %d: %v", survivors[k], err)
-		}
+		eventually(t, 30*time.Second, fmt.Sprintf("node %d: the stream created after the failover", survivors[k]), func() error {
+			_, err := cl.GetStream(ctx, wire.MustNamedID("after-failover"))
+			return err
+		})
 	}
 	// The stopped node comes back, catches up from its peers and holds the
 	// same segments.

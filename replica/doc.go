@@ -90,7 +90,8 @@
 // reply relayed back in a ForwardReply (layouts in package vsr,
 // forward.go); the connection cannot tell. The primary then broadcasts
 // its commit point at once (vsr CommitNow) instead of at the next commit
-// heartbeat, and the forwarding node answers only once it applied the op
+// heartbeat (it does so after every committed metadata op, forwarded or
+// not, so every node's metadata view follows closely), and the forwarding node answers only once it applied the op
 // itself (at most a forward deadline later), so the client's next request
 // there sees what it just created, joined or sent. A
 // forward unanswered within

@@ -92,6 +92,9 @@ type group struct {
 	fwd   map[uint64]uint64
 	ticks uint64
 	held  []heldReply
+	// commitNow asks for an immediate commit broadcast once the current
+	// Ready is done (vsr CommitNow).
+	commitNow bool
 	// The last published role (cluster_view.go).
 	roleKnown   bool
 	roleView    uint32
@@ -437,6 +440,11 @@ func (g *group) complete(rp *vsr.Reply) {
 	t.evict = rp.Eviction
 	t.op = rp.Op
 	t.reply = rp.Body
+	if rp.Op != 0 && g.id == vsr.MetadataGroup && g.sh.n.replicaCount > 1 {
+		// Metadata changes are rare and every node serves reads of them:
+		// tell the backups now, not at the next commit heartbeat.
+		g.commitNow = true
+	}
 	g.sh.deliverTask(t)
 }
 
