@@ -48,7 +48,7 @@ func pidAlive(pid int) bool {
 		return false
 	}
 	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 // freeBase finds a base port whose client (base+i), replica (base+1000+i)

@@ -154,6 +154,21 @@ func Alive(pid int) bool {
 	return strings.Contains(string(cmdline), "iggo-server")
 }
 
+// gone reports whether pid has exited: no such process, or a zombie (or
+// dead) one awaiting its reaper. Unlike Alive it does not look at the
+// command line, which a process tearing down loses before it has exited.
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
+}
+
 func localErr(format string, args ...any) error {
 	return &cli.LocalError{Err: fmt.Errorf(format, args...)}
 }
@@ -655,12 +670,12 @@ func Down(dir string, timeout time.Duration) ([]string, []string, error) {
 	var stopped, killed []string
 	deadline := time.Now().Add(timeout)
 	for _, n := range running {
-		for Alive(n.PID) && time.Now().Before(deadline) {
+		for !gone(n.PID) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if Alive(n.PID) {
+		if !gone(n.PID) {
 			_ = syscall.Kill(n.PID, syscall.SIGKILL)
-			for end := time.Now().Add(10 * time.Second); Alive(n.PID) && time.Now().Before(end); {
+			for end := time.Now().Add(10 * time.Second); !gone(n.PID) && time.Now().Before(end); {
 				time.Sleep(20 * time.Millisecond)
 			}
 			killed = append(killed, n.Name)
