@@ -58,3 +58,32 @@ func containsLine(s string, parts ...string) bool {
 	}
 	return false
 }
+
+// TestFreshNodeInterrupted: a node wiped with --fresh far behind is killed
+// -9 again while it refills, then restarted (without --fresh); meanwhile a
+// peer restarts too. It still ends with the same messages and
+// byte-identical segments.
+func TestFreshNodeInterrupted(t *testing.T) {
+	c := startCluster(t, harness.ClusterOptions{ExtraTOML: "\n[partition]\nevicted_ring_capacity = 1\n"})
+	specs := durabilitySpecs()
+	createTopics(t, c, 0, specs)
+	w := newWorkload(t, c, specs)
+	w.gap, w.batch = time.Millisecond, 2
+	w.start()
+	w.waitProgress(t, 5, 60*time.Second)
+	c.Kill(2)
+	w.waitProgress(t, 400, 120*time.Second)
+	c.Restart(2, true)
+	time.Sleep(150 * time.Millisecond)
+	c.Kill(2)
+	w.waitProgress(t, 50, 60*time.Second)
+	c.Restart(2, false)
+	c.Kill(0)
+	w.waitProgress(t, 50, 60*time.Second)
+	c.Restart(0, false)
+	w.waitProgress(t, 20, 60*time.Second)
+	w.halt()
+	t.Logf("node 2 runs and installs:\n%s\n%s", grepLines(c.Nodes[2].Output(), "harness: restart"), grepLines(c.Nodes[2].Output(), "installed from a peer"))
+	w.verify(t, "after an interrupted refill")
+	w.nextOffsetCheck(t, 2, "after an interrupted refill")
+}
