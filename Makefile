@@ -8,7 +8,7 @@ BIN     := bin
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
-.PHONY: all build run test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos
+.PHONY: all build run cluster cluster-down bench-cluster test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos
 
 all: build
 
@@ -19,6 +19,36 @@ build:
 # config; root credentials iggy/iggy; data under ./local_data.
 run: build
 	./$(BIN)/iggo-server --with-default-root-credentials
+
+# A local 3-node cluster of background servers (127.0.0.1, client ports
+# CLUSTER_BASE_PORT.., data under CLUSTER_DIR); `make cluster-down` stops it
+# (iggo cluster down --purge also removes the data).
+CLUSTER_DIR       ?= local_cluster
+CLUSTER_BASE_PORT ?= 8090
+cluster: build
+	./$(BIN)/iggo cluster up --nodes 3 --dir $(CLUSTER_DIR) --base-port $(CLUSTER_BASE_PORT)
+
+cluster-down:
+	./$(BIN)/iggo cluster down --dir $(CLUSTER_DIR)
+
+# Throughput of a 3-node local cluster (not part of `make test`): iggo bench
+# pp (pinned producer, 1 KB messages, batches of 1,000) against node 0 for a
+# replicated and then a persisted topic, each printing its summary. The
+# cluster runs under BENCH_CLUSTER_DIR on client ports BENCH_CLUSTER_PORT..
+# and is stopped and removed afterwards, also when a run fails.
+BENCH_CLUSTER_DIR     ?= /tmp/iggo-bench-cluster
+BENCH_CLUSTER_PORT    ?= 27090
+BENCH_CLUSTER_BATCHES ?= 500
+BENCH_CLUSTER_ARGS    ?=
+bench-cluster: build
+	@set -e; \
+	./$(BIN)/iggo cluster up --nodes 3 --dir $(BENCH_CLUSTER_DIR) --base-port $(BENCH_CLUSTER_PORT) --fresh; \
+	trap './$(BIN)/iggo cluster down --dir $(BENCH_CLUSTER_DIR) --purge' EXIT; \
+	for d in replicated persisted; do \
+	  echo "== 3-node cluster, $$d"; \
+	  ./$(BIN)/iggo --tcp-server-address 127.0.0.1:$(BENCH_CLUSTER_PORT) bench pp -p 1 -m 1000 -P 1000 \
+	    -b $(BENCH_CLUSTER_BATCHES) --durability $$d --progress none --remark "3-node local cluster" $(BENCH_CLUSTER_ARGS); \
+	done
 
 vet:
 	$(GO) vet ./...

@@ -5,6 +5,16 @@
 // kill -9, SIGSTOP/SIGCONT, stop and restart them. Every process is killed
 // when the test ends, passed or failed.
 //
+// StartCluster runs an N-node cluster: each node on its own loopback
+// address 127.0.0.(11+id) when the machine lets them be bound (else all on
+// 127.0.0.1 with distinct ports), its own data directory, and one shared
+// generated configuration ([cluster] enabled, a random name and 48-byte
+// pre-shared key, fast failover timing, a [[cluster.nodes]] roster with tcp,
+// tcp_replica and gossip ports), started with --replica-id. Cluster adds
+// Kill/KillAll, Stop, Restart(i, fresh), Pause/Resume, Addr, readiness
+// (login and ping on every node), leader lookup and segment-file
+// comparison across nodes.
+//
 // It is test support only: production code never imports it.
 package harness
 
@@ -102,6 +112,9 @@ type Options struct {
 	DefaultRoot bool
 	// StartTimeout bounds the wait for the runtime file (default 60 s).
 	StartTimeout time.Duration
+	// LogTail is how many bytes of output are logged when the test fails
+	// (default 8 KiB).
+	LogTail int
 }
 
 // Server is one running (or stopped) server process.
@@ -121,23 +134,33 @@ type Server struct {
 // Start launches a server and waits until it serves.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
-	if opts.Binary == "" {
-		opts.Binary = Binary(t)
-	}
 	if opts.DataDir == "" {
 		opts.DataDir = filepath.Join(t.TempDir(), "data")
 	}
+	s := newServer(t, opts)
+	s.launch(nil)
+	return s
+}
+
+// newServer prepares a server whose process is killed when the test ends
+// (its output tail logged if the test failed); it starts nothing.
+func newServer(t testing.TB, opts Options) *Server {
+	if opts.Binary == "" {
+		opts.Binary = Binary(t)
+	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.LogTail == 0 {
+		opts.LogTail = 8 << 10
 	}
 	s := &Server{t: t, opts: opts}
 	t.Cleanup(func() {
 		s.Kill()
 		if t.Failed() {
-			t.Logf("server %s output (last 8 KiB):\n%s", s.opts.DataDir, s.Tail(8<<10))
+			t.Logf("server %s output (last %d bytes):\n%s", s.opts.DataDir, s.opts.LogTail, s.Tail(s.opts.LogTail))
 		}
 	})
-	s.launch(nil)
 	return s
 }
 
@@ -178,7 +201,18 @@ func (s *Server) env() []string {
 // for it to serve.
 func (s *Server) launch(extra []string) {
 	s.t.Helper()
-	runtimeFile := filepath.Join(s.opts.DataDir, "runtime", "current_config.toml")
+	s.spawn(extra)
+	s.awaitAddr()
+}
+
+func (s *Server) runtimeFile() string {
+	return filepath.Join(s.opts.DataDir, "runtime", "current_config.toml")
+}
+
+// spawn starts the process without waiting for it to serve.
+func (s *Server) spawn(extra []string) {
+	s.t.Helper()
+	runtimeFile := s.runtimeFile()
 	_ = os.Remove(runtimeFile)
 	args := append([]string(nil), s.opts.Args...)
 	if s.opts.DefaultRoot {
@@ -210,6 +244,16 @@ func (s *Server) launch(extra []string) {
 		s.mu.Unlock()
 		close(exited)
 	}()
+}
+
+// awaitAddr waits until the current run wrote its runtime file (its
+// listeners are bound) and records the client address.
+func (s *Server) awaitAddr() {
+	s.t.Helper()
+	runtimeFile := s.runtimeFile()
+	s.mu.Lock()
+	exited, out := s.exited, s.out
+	s.mu.Unlock()
 	deadline := time.Now().Add(s.opts.StartTimeout)
 	for {
 		if addr, err := readAddr(runtimeFile); err == nil && addr != "" {

@@ -1,0 +1,721 @@
+// Package localcluster is `iggo cluster up|status|down`: a local cluster of
+// background iggo-server processes for development and benchmarks.
+//
+// `up` lays out a directory (default ./local_cluster):
+//
+//	cluster.toml      the configuration every node shares: [cluster] enabled,
+//	                  its name, auth on, and the [[cluster.nodes]] roster
+//	secret            the pre-shared key (0600), generated once and reused, so
+//	                  `up` after `down` restarts the same cluster on its data;
+//	                  it reaches the servers as IGGY_CLUSTER_AUTH_SHARED_SECRET
+//	                  and is never written into cluster.toml
+//	state.json        what is running: server binary, nodes, pids
+//	node-<i>/data     node i's data directory (IGGY_PATH)
+//	node-<i>/server.log  node i's stdout and stderr
+//
+// Node i listens for clients on 127.0.0.1:(base+i), on the replica plane at
+// base+1000+i and for gossip at base+2000+i (base 8090: 8090.., 9090..,
+// 10090.., Iggy's documented ports). The processes run in their own session,
+// so they outlive the command. A one-node "cluster" runs with clustering off
+// (the same code path with a quorum of one).
+//
+// `status` reads state.json and shows each node: whether its process is
+// alive, whether it answers a ping, and its role and health as the cluster
+// metadata (GET_CLUSTER_METADATA, through package client) reports them.
+// `down` stops every process (SIGTERM, SIGKILL after --timeout) and removes
+// state.json; with --purge it removes the whole directory.
+package localcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iggo/iggo/client"
+	"github.com/iggo/iggo/cmd/iggo/internal/cli"
+	"github.com/iggo/iggo/wire"
+)
+
+// Defaults.
+const (
+	DefaultDir      = "local_cluster"
+	DefaultBasePort = 8090
+	DefaultName     = "iggo-local"
+	// Port offsets from the base port of node 0.
+	ReplicaPortOffset = 1000
+	GossipPortOffset  = 2000
+	// MaxNodes bounds --nodes (the wire roster's limit is 64; a local
+	// cluster of more than 9 is of no use on one machine).
+	MaxNodes   = 9
+	stateFile  = "state.json"
+	secretFile = "secret"
+	configFile = "cluster.toml"
+)
+
+// Root credentials the nodes create on first start.
+const (
+	RootUsername = "iggy"
+	RootPassword = "iggy"
+)
+
+// State is state.json.
+type State struct {
+	Name    string      `json:"name"`
+	Server  string      `json:"server"`
+	Dir     string      `json:"dir"`
+	Started time.Time   `json:"started"`
+	Nodes   []NodeState `json:"nodes"`
+}
+
+// NodeState is one node of State.
+type NodeState struct {
+	ID          int    `json:"id"`
+	Name        string `json:"name"`
+	IP          string `json:"ip"`
+	TCPPort     int    `json:"tcp_port"`
+	ReplicaPort int    `json:"replica_port"`
+	GossipPort  int    `json:"gossip_port"`
+	PID         int    `json:"pid"`
+	DataDir     string `json:"data_dir"`
+	Log         string `json:"log"`
+}
+
+// Addr is the node's client address.
+func (n NodeState) Addr() string { return net.JoinHostPort(n.IP, strconv.Itoa(n.TCPPort)) }
+
+// Extensions returns the up, status and down subcommands of `iggo cluster`.
+func Extensions() []cli.Extension {
+	return []cli.Extension{
+		{Parent: "cluster", New: upCmd},
+		{Parent: "cluster", New: statusCmd},
+		{Parent: "cluster", New: downCmd},
+	}
+}
+
+// ReadState loads dir/state.json.
+func ReadState(dir string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return &s, nil
+}
+
+func writeState(dir string, s *State) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, stateFile))
+}
+
+// Alive reports whether pid is a running iggo-server (not a zombie, not a
+// recycled pid of another program).
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err == nil {
+		// pid (comm) S ...: state Z is a zombie.
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return false
+		}
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist) // no /proc: trust kill(0)
+	}
+	return strings.Contains(string(cmdline), "iggo-server")
+}
+
+// gone reports whether pid has exited: no such process, or a zombie (or
+// dead) one awaiting its reaper. Unlike Alive it does not look at the
+// command line, which a process tearing down loses before it has exited.
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
+}
+
+func localErr(format string, args ...any) error {
+	return &cli.LocalError{Err: fmt.Errorf(format, args...)}
+}
+
+// findServer locates iggo-server: --server, else next to this executable,
+// else on PATH.
+func findServer(flag string) (string, error) {
+	if flag != "" {
+		p, err := filepath.Abs(flag)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", localErr("--server %s: %v", flag, err)
+		}
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "iggo-server")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("iggo-server"); err == nil {
+		return filepath.Abs(p)
+	}
+	return "", localErr("iggo-server not found next to iggo or on PATH; build it (make build) or pass --server")
+}
+
+// secret returns dir/secret, creating it on first use.
+func secret(dir string) (string, error) {
+	p := filepath.Join(dir, secretFile)
+	if b, err := os.ReadFile(p); err == nil {
+		s := strings.TrimSpace(string(b))
+		if len(s) < 32 {
+			return "", localErr("%s holds %d bytes; the cluster key needs at least 32", p, len(s))
+		}
+		return s, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	s := hex.EncodeToString(b[:])
+	return s, os.WriteFile(p, []byte(s+"\n"), 0o600)
+}
+
+// Config renders cluster.toml for nodes (clustering off for one node).
+func Config(name string, nodes []NodeState) string {
+	var sb strings.Builder
+	sb.WriteString("# Generated by `iggo cluster up`; shared by every node. Each node's data\n")
+	sb.WriteString("# path and client address come from IGGY_PATH and IGGY_TCP_ADDRESS, the key\n")
+	sb.WriteString("# from IGGY_CLUSTER_AUTH_SHARED_SECRET (see the file `secret`).\n\n")
+	sb.WriteString("[sharding]\npin_cores = false\n\n")
+	if len(nodes) == 1 {
+		fmt.Fprintf(&sb, "[cluster]\nenabled = false\nname = %q\n", name)
+		return sb.String()
+	}
+	fmt.Fprintf(&sb, "[cluster]\nenabled = true\nname = %q\n\n[cluster.auth]\nenabled = true\n", name)
+	for _, n := range nodes {
+		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = %q\nip = %q\nreplica_id = %d\nports = { tcp = %d, tcp_replica = %d, gossip = %d }\n",
+			n.Name, n.IP, n.ID, n.TCPPort, n.ReplicaPort, n.GossipPort)
+	}
+	return sb.String()
+}
+
+func portFree(ip string, port int, udp bool) error {
+	addr := net.JoinHostPort(ip, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	ln.Close()
+	if udp {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return err
+		}
+		pc.Close()
+	}
+	return nil
+}
+
+type upOptions struct {
+	nodes    int
+	dir      string
+	basePort int
+	server   string
+	name     string
+	fresh    bool
+	wait     time.Duration
+	args     []string
+}
+
+func upCmd(env *cli.Env) *cobra.Command {
+	var o upOptions
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a local cluster of background iggo-server processes",
+		Long: `Start a local cluster: N iggo-server processes on 127.0.0.1, node i serving
+clients on base-port+i (replica plane base-port+1000+i, gossip base-port+2000+i),
+each with its own data directory under --dir. The processes keep running after
+this command returns; stop them with 'iggo cluster down'. Running 'up' again
+on the same directory restarts the same cluster on its data.`,
+		Example: `  iggo cluster up --nodes 3
+  iggo cluster up --nodes 3 --dir /tmp/c1 --base-port 18090
+  iggo --tcp-server-address 127.0.0.1:8090 -u iggy -p iggy stream list`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return up(cmd.Context(), env, o) },
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.nodes, "nodes", 3, "number of nodes (1..9)")
+	f.StringVar(&o.dir, "dir", DefaultDir, "directory for the configuration, state, data and logs")
+	f.IntVar(&o.basePort, "base-port", DefaultBasePort, "client port of node 0")
+	f.StringVar(&o.server, "server", "", "iggo-server binary (default: next to iggo, else on PATH)")
+	f.StringVar(&o.name, "name", DefaultName, "cluster name (fixed at first start of the data)")
+	f.BoolVar(&o.fresh, "fresh", false, "wipe every node's data before starting")
+	f.DurationVar(&o.wait, "wait", 90*time.Second, "how long to wait for every node to serve")
+	f.StringArrayVar(&o.args, "server-arg", nil, "extra iggo-server argument (repeatable)")
+	return cmd
+}
+
+func up(ctx context.Context, env *cli.Env, o upOptions) error {
+	if o.nodes < 1 || o.nodes > MaxNodes {
+		return cli.Usagef("--nodes must be 1..%d, got %d", MaxNodes, o.nodes)
+	}
+	if o.basePort < 1 || o.basePort+GossipPortOffset+o.nodes-1 > 65535 {
+		return cli.Usagef("--base-port %d leaves no room for %d nodes (gossip ports end at base+%d)", o.basePort, o.nodes, GossipPortOffset+o.nodes-1)
+	}
+	if o.wait <= 0 {
+		return cli.Usagef("--wait must be positive")
+	}
+	dir, err := filepath.Abs(o.dir)
+	if err != nil {
+		return localErr("%v", err)
+	}
+	if old, err := ReadState(dir); err == nil {
+		for _, n := range old.Nodes {
+			if Alive(n.PID) {
+				return localErr("a cluster is already running in %s (node %s, pid %d); stop it with `iggo cluster down --dir %s`", dir, n.Name, n.PID, o.dir)
+			}
+		}
+	}
+	server, err := findServer(o.server)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return localErr("%v", err)
+	}
+	key, err := secret(dir)
+	if err != nil {
+		return err
+	}
+	st := &State{Name: o.name, Server: server, Dir: dir, Started: time.Now().UTC().Truncate(time.Second)}
+	for i := 0; i < o.nodes; i++ {
+		nd := filepath.Join(dir, fmt.Sprintf("node-%d", i))
+		n := NodeState{ID: i, Name: fmt.Sprintf("node-%d", i), IP: "127.0.0.1", TCPPort: o.basePort + i,
+			ReplicaPort: o.basePort + ReplicaPortOffset + i, GossipPort: o.basePort + GossipPortOffset + i,
+			DataDir: filepath.Join(nd, "data"), Log: filepath.Join(nd, "server.log")}
+		for _, p := range []struct {
+			what string
+			port int
+			udp  bool
+		}{{"client", n.TCPPort, false}, {"replica", n.ReplicaPort, false}, {"gossip", n.GossipPort, true}} {
+			if o.nodes == 1 && p.what != "client" {
+				continue
+			}
+			if err := portFree(n.IP, p.port, p.udp); err != nil {
+				return localErr("%s port %d of node %d is not free (%v); choose another --base-port", p.what, p.port, i, err)
+			}
+		}
+		if o.fresh {
+			if err := os.RemoveAll(n.DataDir); err != nil {
+				return localErr("%v", err)
+			}
+		}
+		if err := os.MkdirAll(nd, 0o755); err != nil {
+			return localErr("%v", err)
+		}
+		st.Nodes = append(st.Nodes, n)
+	}
+	cfgPath := filepath.Join(dir, configFile)
+	if err := os.WriteFile(cfgPath, []byte(Config(o.name, st.Nodes)), 0o644); err != nil {
+		return localErr("%v", err)
+	}
+	var procs []*os.Process
+	stopAll := func() {
+		for _, p := range procs {
+			_ = p.Signal(syscall.SIGKILL)
+			_, _ = p.Wait()
+		}
+	}
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		logf, err := os.OpenFile(n.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			stopAll()
+			return localErr("%v", err)
+		}
+		args := append([]string{"--config", cfgPath, "--replica-id", strconv.Itoa(n.ID), "--with-default-root-credentials"}, o.args...)
+		c := exec.Command(server, args...)
+		k := key
+		if len(st.Nodes) == 1 {
+			k = "" // clustering off: no replica plane to authenticate
+		}
+		c.Env = nodeEnv(n, k)
+		c.Stdout, c.Stderr = logf, logf
+		c.Dir = dir
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		err = c.Start()
+		logf.Close()
+		if err != nil {
+			stopAll()
+			return localErr("starting %s: %v", server, err)
+		}
+		n.PID = c.Process.Pid
+		procs = append(procs, c.Process)
+	}
+	// The processes are reaped by init once this command exits; until then
+	// Wait would block, so liveness is checked through /proc.
+	if err := writeState(dir, st); err != nil {
+		stopAll()
+		return localErr("%v", err)
+	}
+	env.Statusf("Starting %d node(s) of cluster %q in %s ...", o.nodes, o.name, dir)
+	if err := waitServing(ctx, st, o.wait); err != nil {
+		stopAll()
+		_ = os.Remove(filepath.Join(dir, stateFile))
+		return err
+	}
+	printUp(env.Out, st, o)
+	return nil
+}
+
+func nodeEnv(n *NodeState, key string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "IGGY_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "IGGY_PATH="+n.DataDir, "IGGY_TCP_ADDRESS="+n.Addr())
+	if key != "" {
+		env = append(env, "IGGY_CLUSTER_AUTH_SHARED_SECRET="+key)
+	}
+	return env
+}
+
+func nodeClient(ctx context.Context, n NodeState, user, pass string, timeout time.Duration) (*client.Client, error) {
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{n.Addr()}
+	cfg.Username, cfg.Password = user, pass
+	cfg.MaxRedirects = 0
+	cfg.Reconnect.Enabled = false
+	cfg.HeartbeatInterval = 0
+	cfg.DialTimeout, cfg.RequestTimeout = min(2*time.Second, timeout), timeout
+	return client.Dial(ctx, cfg)
+}
+
+// waitServing waits until every node accepts a login and a ping; a node
+// that exits fails it with the tail of its log.
+func waitServing(ctx context.Context, st *State, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for _, n := range st.Nodes {
+		var last error
+		for {
+			if !Alive(n.PID) {
+				return &cli.LocalError{Err: fmt.Errorf("node %s exited during start; last lines of %s:\n%s", n.Name, n.Log, tail(n.Log, 15))}
+			}
+			c, err := nodeClient(ctx, n, RootUsername, RootPassword, 10*time.Second)
+			if err == nil {
+				err = c.Ping(ctx)
+				_ = c.Close()
+				if err == nil {
+					break
+				}
+			}
+			last = err
+			select {
+			case <-ctx.Done():
+				return &cli.LocalError{Err: fmt.Errorf("node %s (%s) not serving after %v (last error: %v); log %s:\n%s", n.Name, n.Addr(), d, last, n.Log, tail(n.Log, 15))}
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func tail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	l := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+func printUp(w io.Writer, st *State, o upOptions) {
+	kind := fmt.Sprintf("%d-node cluster %q", len(st.Nodes), st.Name)
+	if len(st.Nodes) == 1 {
+		kind = "single node (clustering off)"
+	}
+	fmt.Fprintf(w, "Started a %s in %s\n", kind, st.Dir)
+	t := cli.Table{Header: []string{"Node", "Client address", "Replica address", "PID", "Log"}}
+	for _, n := range st.Nodes {
+		rep := net.JoinHostPort(n.IP, strconv.Itoa(n.ReplicaPort))
+		if len(st.Nodes) == 1 {
+			rep = "-"
+		}
+		t.Add(n.Name, n.Addr(), rep, strconv.Itoa(n.PID), n.Log)
+	}
+	_ = t.Render(w, cli.ListTable)
+	fmt.Fprintf(w, "Root credentials: %s / %s\n", RootUsername, RootPassword)
+	fmt.Fprintf(w, "Connect:  iggo --tcp-server-address %s -u %s -p %s stream list\n", st.Nodes[0].Addr(), RootUsername, RootPassword)
+	dirFlag := ""
+	if o.dir != DefaultDir {
+		dirFlag = " --dir " + o.dir
+	}
+	fmt.Fprintf(w, "Status:   iggo cluster status%s\nStop:     iggo cluster down%s [--purge]\n", dirFlag, dirFlag)
+}
+
+func statusCmd(env *cli.Env) *cobra.Command {
+	var dir, mode string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the nodes of the local cluster started by 'iggo cluster up'",
+		Long: `Show each node of the local cluster in --dir: its process (pid alive or not),
+whether it answers a ping, and its role and health as the cluster metadata
+reports them (asked of the first node that answers). Logs in as -u/-p when
+given, else as iggy/iggy.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := cli.ParseListMode(mode)
+			if err != nil {
+				return cli.Usagef("%v", err)
+			}
+			return status(cmd.Context(), env, dir, m, timeout)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", DefaultDir, "the directory given to 'iggo cluster up'")
+	cmd.Flags().StringVarP(&mode, "list-mode", "l", "table", "table or list")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "bound on each node's answer")
+	return cmd
+}
+
+func status(ctx context.Context, env *cli.Env, dir string, mode cli.ListMode, timeout time.Duration) error {
+	st, err := ReadState(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return localErr("no local cluster in %s (start one with `iggo cluster up`)", dir)
+	}
+	if err != nil {
+		return localErr("%v", err)
+	}
+	user, pass := env.Global.Username, env.Global.Password
+	if user == "" {
+		user, pass = RootUsername, RootPassword
+	}
+	alive := make([]bool, len(st.Nodes))
+	reach := make([]string, len(st.Nodes))
+	var md *wire.ClusterMetadata
+	var mdFrom string
+	for i, n := range st.Nodes {
+		alive[i] = Alive(n.PID)
+		if !alive[i] {
+			reach[i] = "-"
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		c, err := nodeClient(cctx, n, user, pass, timeout)
+		if err == nil {
+			start := time.Now()
+			err = c.Ping(cctx)
+			if err == nil {
+				reach[i] = fmt.Sprintf("%.1f ms", float64(time.Since(start).Microseconds())/1000)
+				if md == nil {
+					if m, err := c.GetClusterMetadata(cctx); err == nil {
+						md, mdFrom = &m, n.Name
+					}
+				}
+			}
+			_ = c.Close()
+		}
+		cancel()
+		if err != nil {
+			reach[i] = "no: " + oneLine(err.Error())
+		}
+	}
+	if mode == cli.ListTable {
+		fmt.Fprintf(env.Out, "Cluster %q in %s (%d nodes, started %s)\n", st.Name, st.Dir, len(st.Nodes), st.Started.Format(time.RFC3339))
+	}
+	t := cli.Table{Header: []string{"Node", "Address", "PID", "Process", "Ping", "Role", "Health"}}
+	for i, n := range st.Nodes {
+		proc := "running"
+		if !alive[i] {
+			proc = "not running"
+		}
+		role, health := "unknown", "unknown"
+		if md != nil {
+			for _, m := range md.Nodes {
+				if m.Name == n.Name || (int(m.TCPPort) == n.TCPPort && m.IP == n.IP) {
+					role, health = roleText(m.Role), healthText(m.Status)
+				}
+			}
+		}
+		t.Add(n.Name, n.Addr(), strconv.Itoa(n.PID), proc, reach[i], role, health)
+	}
+	if err := t.Render(env.Out, mode); err != nil {
+		return err
+	}
+	if mode == cli.ListTable {
+		if md != nil {
+			fmt.Fprintf(env.Out, "Roles and health as reported by %s.\n", mdFrom)
+			if len(md.Nodes) < len(st.Nodes) {
+				fmt.Fprintf(env.Out, "Its cluster metadata lists %d of the %d nodes; the others show as unknown.\n", len(md.Nodes), len(st.Nodes))
+			}
+		} else {
+			fmt.Fprintln(env.Out, "No node answered GET_CLUSTER_METADATA: roles and health unknown.")
+		}
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+func roleText(r uint8) string {
+	switch r {
+	case wire.RoleLeader:
+		return "leader"
+	case wire.RoleFollower:
+		return "follower"
+	}
+	return fmt.Sprintf("role %d", r)
+}
+
+func healthText(s uint8) string {
+	switch s {
+	case wire.NodeHealthy:
+		return "healthy"
+	case wire.NodeStarting:
+		return "starting"
+	case wire.NodeStopping:
+		return "stopping"
+	case wire.NodeUnreachable:
+		return "unreachable"
+	case wire.NodeMaintenance:
+		return "maintenance"
+	}
+	return fmt.Sprintf("status %d", s)
+}
+
+func downCmd(env *cli.Env) *cobra.Command {
+	var dir string
+	var purge bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the local cluster started by 'iggo cluster up'",
+		Long: `Stop every node of the local cluster in --dir: SIGTERM, then SIGKILL for any
+node still running after --timeout. The data stays (a later 'up' continues
+on it) unless --purge, which removes the whole directory.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return down(env, dir, purge, timeout) },
+	}
+	cmd.Flags().StringVar(&dir, "dir", DefaultDir, "the directory given to 'iggo cluster up'")
+	cmd.Flags().BoolVar(&purge, "purge", false, "also remove the directory with all data and logs")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long each node may take to stop before SIGKILL")
+	return cmd
+}
+
+// Down stops the cluster in dir (SIGTERM, SIGKILL after timeout) and
+// returns the names of the nodes it stopped.
+func Down(dir string, timeout time.Duration) ([]string, []string, error) {
+	st, err := ReadState(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var running []NodeState
+	for _, n := range st.Nodes {
+		if Alive(n.PID) {
+			_ = syscall.Kill(n.PID, syscall.SIGCONT) // a paused node cannot stop
+			_ = syscall.Kill(n.PID, syscall.SIGTERM)
+			running = append(running, n)
+		}
+	}
+	var stopped, killed []string
+	deadline := time.Now().Add(timeout)
+	for _, n := range running {
+		for !gone(n.PID) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !gone(n.PID) {
+			_ = syscall.Kill(n.PID, syscall.SIGKILL)
+			for end := time.Now().Add(10 * time.Second); !gone(n.PID) && time.Now().Before(end); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			killed = append(killed, n.Name)
+			continue
+		}
+		stopped = append(stopped, n.Name)
+	}
+	return stopped, killed, os.Remove(filepath.Join(dir, stateFile))
+}
+
+func down(env *cli.Env, dir string, purge bool, timeout time.Duration) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return localErr("%v", err)
+	}
+	stopped, killed, err := Down(abs, timeout)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && !purge:
+		return localErr("no local cluster in %s", dir)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return localErr("%v", err)
+	}
+	if len(stopped) > 0 {
+		env.Statusf("Stopped %s", strings.Join(stopped, ", "))
+	}
+	if len(killed) > 0 {
+		env.Statusf("Killed %s (still running after %v)", strings.Join(killed, ", "), timeout)
+	}
+	if len(stopped)+len(killed) == 0 && err == nil {
+		env.Statusf("No node was running")
+	}
+	if purge {
+		// Only a directory that `up` laid out is removed.
+		if _, err := os.Stat(filepath.Join(abs, configFile)); err != nil {
+			return localErr("%s does not look like a local cluster directory (no %s); not removing it", dir, configFile)
+		}
+		if err := os.RemoveAll(abs); err != nil {
+			return localErr("%v", err)
+		}
+		env.Statusf("Removed %s", abs)
+	}
+	return nil
+}
