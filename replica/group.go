@@ -146,8 +146,9 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 	g.vs = vs
 	boot := vsr.Boot{Incarnation: spec.incarnation}
 	var ckpt uint64
+	var st *vsr.State
 	if payload != nil {
-		st, err := vsr.DecodeState(payload)
+		st, err = vsr.DecodeState(payload)
 		if err != nil {
 			return fail(err)
 		}
@@ -162,13 +163,42 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 			boot.Checkpoint, boot.Sessions = m, sessions
 		}
 	}
+	// A torn journal tail may hold ops this replica acknowledged (see
+	// "Damaged journal heads" in the package doc): in a cluster, the fence
+	// is made durable before the journal cuts the tail, and vsr boots
+	// recovering_head.
+	beforeCut := func(t *journal.Torn) error {
+		if spec.cfg.ReplicaCount <= 1 || st == nil {
+			return nil
+		}
+		boot.HeadUncertain = true
+		if st.Fenced && st.HeadPending {
+			return nil
+		}
+		fenced := *st
+		fenced.Fenced, fenced.HeadPending = true, true
+		b := vsr.EncodeState(&fenced)
+		if err := vs.write(b); err != nil {
+			return fmt.Errorf("writing the fenced view state: %w", err)
+		}
+		st, payload, boot.State = &fenced, b, b
+		return nil
+	}
 	if spec.metadata {
-		g.j, _, err = journal.OpenMetadata(fsys, spec.dir, spec.metaOpts)
+		opts := spec.metaOpts
+		opts.BeforeCut = beforeCut
+		g.j, _, err = journal.OpenMetadata(fsys, spec.dir, opts)
 	} else {
-		g.j, _, err = journal.OpenPartition(fsys, filepath.Join(spec.dir, "journal"), spec.partOpts)
+		opts := spec.partOpts
+		opts.BeforeCut = beforeCut
+		g.j, _, err = journal.OpenPartition(fsys, filepath.Join(spec.dir, "journal"), opts)
 	}
 	if err != nil {
 		return fail(err)
+	}
+	if boot.HeadUncertain {
+		g.log.Warn("journal tail damaged and possibly acknowledged: replica fenced, recovering its head from peers",
+			zap.Uint64("journal_last", g.j.Last()))
 	}
 	if rec := g.j.Recovery(); rec != nil && (rec.Torn != nil || len(rec.Faulty) > 0) {
 		g.log.Warn("journal recovered with damage", zap.Any("torn", rec.Torn), zap.Any("faulty", rec.Faulty))
