@@ -172,16 +172,13 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 			return nil
 		}
 		boot.HeadUncertain = true
-		if st.Fenced && st.HeadPending {
-			return nil
+		fenced, b, err := fenceViewState(vs, st)
+		if err != nil {
+			return err
 		}
-		fenced := *st
-		fenced.Fenced, fenced.HeadPending = true, true
-		b := vsr.EncodeState(&fenced)
-		if err := vs.write(b); err != nil {
-			return fmt.Errorf("writing the fenced view state: %w", err)
+		if b != nil {
+			st, payload, boot.State = fenced, b, b
 		}
-		st, payload, boot.State = &fenced, b, b
 		return nil
 	}
 	if spec.metadata {
@@ -235,6 +232,23 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 	g.r = r
 	g.sh.markDirty(g)
 	return g, nil
+}
+
+// fenceViewState durably writes st with Fenced and HeadPending set (vsr
+// boots such a record recovering_head and fenced), unless st says so
+// already; it returns the new record and its encoding (nil when nothing was
+// written). See "Damaged journal heads" in the package doc.
+func fenceViewState(vs *viewState, st *vsr.State) (*vsr.State, []byte, error) {
+	if st.Fenced && st.HeadPending {
+		return st, nil, nil
+	}
+	fenced := *st
+	fenced.Fenced, fenced.HeadPending = true, true
+	b := vsr.EncodeState(&fenced)
+	if err := vs.write(b); err != nil {
+		return nil, nil, fmt.Errorf("writing the fenced view state: %w", err)
+	}
+	return &fenced, b, nil
 }
 
 func (g *group) closeFiles() {
