@@ -99,9 +99,24 @@
 // node), refuse to boot after an ordinary power cut. The sync promise tells
 // the two apart whatever the write-back order was. Its limit: damage inside
 // the last synced group, when nothing was appended after that sync, carries
-// no promise and is treated as torn; a replica then forgets those ops as
-// if it had crashed before syncing them. Consensus tolerates that on a
-// minority of replicas.
+// no promise and is treated as torn, so a torn tail may hold ops that were
+// synced and acknowledged: the replica forgets them as if it had crashed
+// before syncing them. Consensus does not tolerate that silently, even on
+// one replica: a replica that forgot an op it acknowledged may nack it in a
+// view change and, with the one other replica that lacks it, drop it
+// although it was committed. The replica must be fenced (vsr's
+// Boot.HeadUncertain: it recovers its head from peers and never nacks ops
+// it may have acknowledged) before the tail is gone; see the next section.
+//
+// # Torn tails and the caller
+//
+// Recovery reports every cut tail in Recovery.Torn. Options.BeforeCut
+// (MetadataOptions, PartitionOptions) is called with that report after the
+// scan and before recovery changes anything on disk (cut, removal of later
+// files, header rewrites); if it returns an error, Open fails and every byte
+// stays where it was, so the next Open finds the same tail and calls it
+// again. A cluster replica uses it to make its fence durable first (package
+// replica); a single-node server passes none.
 //
 // Recovery fdatasyncs every file it keeps (what it read may be unsynced
 // leftovers of a crashed process), rebuilds damaged file headers from the

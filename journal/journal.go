@@ -71,6 +71,10 @@ type MetadataOptions struct {
 	CheckpointMargin int
 	// MaxEntry bounds one entry's size; DefaultMaxEntry if 0.
 	MaxEntry int
+	// BeforeCut, when set, is called by recovery when it found a torn tail,
+	// before it cuts or removes anything (see "Torn tails and the caller"
+	// in the package doc). An error aborts the open with nothing cut.
+	BeforeCut func(*Torn) error
 }
 
 // PartitionOptions configure a partition prepare journal.
@@ -86,6 +90,8 @@ type PartitionOptions struct {
 	FileSize int64
 	// MaxEntry bounds one entry's size; DefaultMaxEntry if 0.
 	MaxEntry int
+	// BeforeCut: as MetadataOptions.BeforeCut.
+	BeforeCut func(*Torn) error
 }
 
 // Journal is an open journal. It is not safe for concurrent use: one shard
@@ -101,6 +107,8 @@ type Journal struct {
 	ckptAt   int64
 	fileSize int64
 	maxEntry int
+	// beforeCut is the caller's hook run before recovery cuts a torn tail.
+	beforeCut func(*Torn) error
 
 	files []*jfile
 	// ents holds ops base .. base+len(ents)-1. With no entries, the next
@@ -162,7 +170,8 @@ const MetadataFile = "journal.wal"
 // dir/journal.wal and recovers it.
 func OpenMetadata(fsys vfs.FS, dir string, opts MetadataOptions) (*Journal, *Recovery, error) {
 	j := &Journal{fs: fsys, dir: dir, kind: kindMetadata,
-		slots: opts.Slots, margin: opts.CheckpointMargin, maxEntry: opts.MaxEntry}
+		slots: opts.Slots, margin: opts.CheckpointMargin, maxEntry: opts.MaxEntry,
+		beforeCut: opts.BeforeCut}
 	if j.slots == 0 {
 		j.slots = DefaultSlots
 	}
@@ -187,7 +196,8 @@ func OpenMetadata(fsys vfs.FS, dir string, opts MetadataOptions) (*Journal, *Rec
 // calls DiscardPrefix(checkpoint op) again after opening.
 func OpenPartition(fsys vfs.FS, dir string, opts PartitionOptions) (*Journal, *Recovery, error) {
 	j := &Journal{fs: fsys, dir: dir, kind: kindPartition,
-		budget: opts.Budget, fileSize: opts.FileSize, maxEntry: opts.MaxEntry}
+		budget: opts.Budget, fileSize: opts.FileSize, maxEntry: opts.MaxEntry,
+		beforeCut: opts.BeforeCut}
 	at := opts.CheckpointAt
 	if j.budget == 0 {
 		j.budget = DefaultBudget

@@ -436,6 +436,13 @@ func (j *Journal) recover() (*Recovery, error) {
 		break
 	}
 
+	// The caller may need to make something durable before the tail is
+	// forgotten (a cluster replica's fence): nothing is cut yet.
+	if rep.Torn != nil && j.beforeCut != nil {
+		if err := j.beforeCut(rep.Torn); err != nil {
+			return nil, fmt.Errorf("journal: before cutting the torn tail of %s: %w", rep.Torn.File, err)
+		}
+	}
 	// Apply: cut the torn file, remove dropped files, rebuild headers.
 	if cut != nil {
 		jf := j.files[cut.fi]

@@ -390,3 +390,96 @@ func journalOpsF(f *testing.F) (*vfs.Fault, error) {
 	}
 	return fsys, j.Close()
 }
+
+// TestBeforeCut: recovery calls the hook with the torn tail before it cuts
+// anything; a failing hook aborts the open and leaves every byte on disk, and
+// a later open with a hook that succeeds cuts the same tail. A clean journal
+// never calls the hook.
+func TestBeforeCut(t *testing.T) {
+	fsys, offs := journalOps(t, 3, 6, true)
+	calls := 0
+	clean := MetadataOptions{BeforeCut: func(*Torn) error { calls++; return nil }}
+	j, rep := openMeta(t, fsys, clean)
+	must(t, j.Close())
+	if calls != 0 || rep.Torn != nil || rep.Last != 6 {
+		t.Fatalf("clean journal: %d hook calls, %+v", calls, rep)
+	}
+	// Damage op 5: nothing after it promises it was synced, so it is torn.
+	patch(t, fsys, metaPath, func(f vfs.File) {
+		_, err := f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, offs[5]+RecordHeaderSize+10)
+		must(t, err)
+	})
+	sizeOf := func() int64 {
+		f, err := fsys.OpenFile(metaPath, vfs.O_RDWR, 0)
+		must(t, err)
+		defer func() { _ = f.Close() }()
+		n, err := f.Size()
+		must(t, err)
+		return n
+	}
+	before := sizeOf()
+	boom := errors.New("fence write failed")
+	var seen *Torn
+	_, _, err := OpenMetadata(fsys, "/m", MetadataOptions{BeforeCut: func(tn *Torn) error { seen = tn; return boom }})
+	if !errors.Is(err, boom) {
+		t.Fatalf("open with a failing hook: %v", err)
+	}
+	if seen == nil || seen.Offset != offs[5] || seen.Dropped != 1 {
+		t.Fatalf("hook saw %+v, want a tail from offset %d with 1 intact record dropped", seen, offs[5])
+	}
+	if got := sizeOf(); got != before {
+		t.Fatalf("a failed hook let recovery cut the file: %d bytes, had %d", got, before)
+	}
+	j, rep = openMeta(t, fsys, clean)
+	if calls != 1 || rep.Torn == nil || rep.Last != 4 || j.Last() != 4 {
+		t.Fatalf("open after the hook succeeded: %d calls, %+v", calls, rep)
+	}
+	must(t, j.Close())
+	if got := sizeOf(); got != offs[5] {
+		t.Fatalf("tail not cut: %d bytes, want %d", got, offs[5])
+	}
+
+	// Partition journal: the hook runs before later files are removed.
+	pfs := vfs.NewFault(7)
+	popts := PartitionOptions{Budget: 1 << 20, FileSize: 1 << 10, MaxEntry: 4 << 10}
+	pj, _ := openPart(t, pfs, popts)
+	for op := uint64(1); op <= 12; op++ {
+		must(t, pj.Append(Bytes(op, content(op, 300, 0))))
+	}
+	must(t, pj.Sync())
+	var names []string
+	for _, f := range pj.files {
+		names = append(names, f.path)
+	}
+	tornOff := pj.ents[pj.files[1].first-1].off
+	must(t, pj.Close())
+	if len(names) < 3 {
+		t.Fatalf("only %d partition files", len(names))
+	}
+	// Tear the first record of the second file: that file and every later
+	// one are the torn tail.
+	patch(t, pfs, names[1], func(f vfs.File) {
+		_, err := f.WriteAt([]byte{1, 2, 3, 4}, tornOff+RecordHeaderSize+5)
+		must(t, err)
+	})
+	popts.BeforeCut = func(tn *Torn) error {
+		seen = tn
+		for _, n := range names {
+			if _, err := pfs.Stat(n); err != nil {
+				t.Errorf("%s gone before the hook ran: %v", n, err)
+			}
+		}
+		return nil
+	}
+	seen = nil
+	pj, prep := openPart(t, pfs, popts)
+	defer func() { _ = pj.Close() }()
+	if seen == nil || prep.Torn == nil || len(seen.Removed) != len(names)-1 {
+		t.Fatalf("partition tail: hook saw %+v, report %+v", seen, prep)
+	}
+	for _, n := range names[1:] {
+		if _, err := pfs.Stat(n); err == nil {
+			t.Fatalf("%s kept after the cut", n)
+		}
+	}
+}

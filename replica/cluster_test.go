@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/iggo/iggo/client"
@@ -36,6 +37,9 @@ type testCluster struct {
 	logs   []*zap.Logger
 	// tls runs the replica plane inside TLS (self-signed certificates).
 	tls bool
+	// onLog, when set before a node starts, sees every entry that node
+	// logs at warn level or above.
+	onLog func(node int, e zapcore.Entry)
 }
 
 const testClusterSecret = "0123456789abcdef0123456789abcdef-test"
@@ -102,6 +106,14 @@ func (tc *testCluster) start(i int, fresh bool) error {
 	log := zaptest.NewLogger(tc.t, zaptest.Level(zap.WarnLevel)).With(zap.Int("node", i))
 	if testing.Verbose() {
 		log = zaptest.NewLogger(tc.t).With(zap.Int("node", i))
+	}
+	if on := tc.onLog; on != nil {
+		log = log.WithOptions(zap.Hooks(func(e zapcore.Entry) error {
+			if e.Level >= zap.WarnLevel {
+				on(i, e)
+			}
+			return nil
+		}))
 	}
 	n, err := New(Options{Config: tc.config(i), ReplicaID: i, Fresh: fresh, DefaultRootCredentials: true,
 		Environ: []string{}, Logger: log})

@@ -169,6 +169,55 @@
 // recovered segments must reach the superblock's offset frontier, or the
 // partition refuses to open rather than mint an offset twice.
 //
+// # Damaged journal heads
+//
+// A torn journal tail (journal.Recovery.Torn: damage that no later record's
+// sync promise covers) may hold ops this replica synced and acknowledged —
+// damage inside the last synced group carries no promise. A cluster replica
+// that forgot such an op could nack it in a view change and, with the one
+// other replica lacking it, drop a committed op. So in a group of more than
+// one replica the node boots the replica with vsr.Boot.HeadUncertain: it
+// comes back recovering_head and fenced (logged as "journal tail damaged and
+// possibly acknowledged: replica fenced, recovering its head from peers"),
+// does not vote until a primary's StartView re-anchors it, and never nacks
+// an op it may have acknowledged.
+//
+// The vsr contract asks the journal to keep such a tail on disk until the
+// replica's own truncate removes it, so that the tail is never gone while
+// the fence is not durable. iggo gets the same ordering differently: the
+// journal's BeforeCut hook (journal.PartitionOptions, MetadataOptions) runs
+// after the scan and before anything is cut, and the node writes the
+// group's view state with Fenced and HeadPending set (fdatasync'ed) there;
+// only then does recovery cut the tail. A crash after the cut boots from
+// that record, which alone makes vsr recovering_head and fenced (a state
+// record with HeadPending), so no order of crashes leaves a shorter journal
+// under an unfenced record. A failed write fails the group's open with
+// nothing cut. The truncate vsr issues for HeadUncertain then removes
+// nothing (the journal already ends at the last intact op) and is still
+// held until a fenced record is durable. Keeping the tail instead would make
+// the journal carry a pending cut through appends, file rotation (a new
+// partition file may take a torn file's name) and discards; the early
+// fence needs none of that.
+//
+// A group with no state record yet (a brand-new group) is not fenced: vsr
+// journals nothing and sends nothing before its first state record is
+// durable, so its journal holds nothing acknowledged. A single-replica group
+// (a single node) keeps the plain cut: it has no peer to recover its head
+// from (a fenced solo replica could never leave recovering_head), so there
+// the journal's documented limit stays: damage inside the last synced group
+// with nothing appended after it is cut, and the node forgets those ops as
+// if it had crashed before syncing them. The price in a cluster: after a
+// whole-cluster power loss that tore the tails of more than n − quorum
+// replicas of a group, those replicas all wait for a StartView that no
+// quorum can send, and the group stays unavailable (there is no automatic
+// way out; vsr's journal contract names this trade-off). A replica whose
+// journal is damaged only in the middle (faulty entries) is not fenced by
+// this rule; vsr decides from the entries. With durability = replicated
+// a partition's appends are acknowledged before their fdatasync, so a
+// power loss can also lose acknowledged ops at a clean record boundary,
+// which no journal check can see: that topic setting trusts the other
+// replicas, not the local disk.
+//
 // # Data directory
 //
 //	{path}/metadata/superblock              superblock package (4 copies)

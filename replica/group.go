@@ -146,8 +146,9 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 	g.vs = vs
 	boot := vsr.Boot{Incarnation: spec.incarnation}
 	var ckpt uint64
+	var st *vsr.State
 	if payload != nil {
-		st, err := vsr.DecodeState(payload)
+		st, err = vsr.DecodeState(payload)
 		if err != nil {
 			return fail(err)
 		}
@@ -162,13 +163,39 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 			boot.Checkpoint, boot.Sessions = m, sessions
 		}
 	}
+	// A torn journal tail may hold ops this replica acknowledged (see
+	// "Damaged journal heads" in the package doc): in a cluster, the fence
+	// is made durable before the journal cuts the tail, and vsr boots
+	// recovering_head.
+	beforeCut := func(t *journal.Torn) error {
+		if spec.cfg.ReplicaCount <= 1 || st == nil {
+			return nil
+		}
+		boot.HeadUncertain = true
+		fenced, b, err := fenceViewState(vs, st)
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			st, payload, boot.State = fenced, b, b
+		}
+		return nil
+	}
 	if spec.metadata {
-		g.j, _, err = journal.OpenMetadata(fsys, spec.dir, spec.metaOpts)
+		opts := spec.metaOpts
+		opts.BeforeCut = beforeCut
+		g.j, _, err = journal.OpenMetadata(fsys, spec.dir, opts)
 	} else {
-		g.j, _, err = journal.OpenPartition(fsys, filepath.Join(spec.dir, "journal"), spec.partOpts)
+		opts := spec.partOpts
+		opts.BeforeCut = beforeCut
+		g.j, _, err = journal.OpenPartition(fsys, filepath.Join(spec.dir, "journal"), opts)
 	}
 	if err != nil {
 		return fail(err)
+	}
+	if boot.HeadUncertain {
+		g.log.Warn("journal tail damaged and possibly acknowledged: replica fenced, recovering its head from peers",
+			zap.Uint64("journal_last", g.j.Last()))
 	}
 	if rec := g.j.Recovery(); rec != nil && (rec.Torn != nil || len(rec.Faulty) > 0) {
 		g.log.Warn("journal recovered with damage", zap.Any("torn", rec.Torn), zap.Any("faulty", rec.Faulty))
@@ -205,6 +232,23 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 	g.r = r
 	g.sh.markDirty(g)
 	return g, nil
+}
+
+// fenceViewState durably writes st with Fenced and HeadPending set (vsr
+// boots such a record recovering_head and fenced), unless st says so
+// already; it returns the new record and its encoding (nil when nothing was
+// written). See "Damaged journal heads" in the package doc.
+func fenceViewState(vs *viewState, st *vsr.State) (*vsr.State, []byte, error) {
+	if st.Fenced && st.HeadPending {
+		return st, nil, nil
+	}
+	fenced := *st
+	fenced.Fenced, fenced.HeadPending = true, true
+	b := vsr.EncodeState(&fenced)
+	if err := vs.write(b); err != nil {
+		return nil, nil, fmt.Errorf("writing the fenced view state: %w", err)
+	}
+	return &fenced, b, nil
 }
 
 func (g *group) closeFiles() {

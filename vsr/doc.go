@@ -211,8 +211,11 @@
 //     truncate that it issues only once the state record fencing it is
 //     durable (a tail cut at recovery could outlive a crash that the fence
 //     does not, and the replica would come back unfenced with a clean,
-//     shorter journal and nack ops it had acknowledged). A journal
-//     that cannot tell must set HeadUncertain on every damaged tail: safe, but
+//     shorter journal and nack ops it had acknowledged). Equivalent: the
+//     node makes a state record with Fenced and HeadPending durable before
+//     the tail is cut, then sets HeadUncertain (package replica does so: a
+//     crash after the cut boots from that record, recovering_head). A
+//     journal that cannot tell must set HeadUncertain on every damaged tail: safe, but
 //     after a whole-cluster power loss every replica would then wait for a
 //     StartView that nobody can send. Dropping a possibly acknowledged tail
 //     silently is not safe even on one replica: if that replica and the one
