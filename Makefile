@@ -111,7 +111,7 @@ chaos:
 # deploy/docker-compose.single.yml; COMPOSE_PROJECT names the project.
 DOCKER          ?= docker
 DOCKER_IMAGE    ?= iggo:dev
-DOCKER_BUILD_DIR := deploy/.build
+DOCKER_BUILD_DIR ?= deploy/.build
 COMPOSE         ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; else echo docker-compose; fi)
 COMPOSE_FILE    ?= deploy/docker-compose.yml
 COMPOSE_PROJECT ?= iggo

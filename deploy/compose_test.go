@@ -1,0 +1,277 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iggo/iggo/client"
+)
+
+// Bounds of the smoke test's steps. The whole test stays well under four
+// minutes on a 2-core machine once the Go build cache is warm.
+const (
+	buildTimeout   = 8 * time.Minute
+	upTimeout      = 2 * time.Minute
+	healthyTimeout = 2 * time.Minute
+	demoTimeout    = 3 * time.Minute
+	downTimeout    = 2 * time.Minute
+)
+
+// composeEnv is one compose project of the smoke test: a unique name,
+// image tag and subnet, and host ports chosen by Docker.
+type composeEnv struct {
+	t          *testing.T
+	root       string
+	file       string
+	composeCmd []string // "docker compose" or "docker-compose"
+	project    string
+	image      string
+	subnet     string // first three octets
+}
+
+func TestComposeSingleNode(t *testing.T) {
+	e := newComposeEnv(t, "docker-compose.single.yml")
+	e.buildImage()
+	e.up()
+	e.waitHealthy([]string{"node"})
+	e.pingPublished("node")
+
+	out := e.demo()
+	mustContain(t, out, `stream "demo" created`, `topic "events" created with 3 partitions`, "iggo-demo: OK")
+
+	// A killed node comes back from its volume: the second run finds the
+	// stream and topic and appends after the first run's messages.
+	e.docker(upTimeout, "kill", e.containerID("node"))
+	e.compose(upTimeout, "start", "node")
+	e.waitHealthy([]string{"node"})
+	out = e.demo()
+	mustContain(t, out, `stream "demo" exists`, `topic "events" exists with 3 partitions`,
+		"partition 0: 400 messages at offsets 400..799 verified", "iggo-demo: OK")
+}
+
+// newComposeEnv checks that Docker and Compose are usable (failing the test
+// with what is missing otherwise) and registers the cleanup that removes
+// the project, its volumes and its image even when the test fails.
+func newComposeEnv(t *testing.T, file string) *composeEnv {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Fatalf("this test needs Docker Engine and Compose: the docker command is not on PATH (%v); "+
+			"install docker.io and docker-compose (Debian) and start dockerd", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Fatalf("this test needs a running Docker engine: `docker version` failed: %v\n%s", err, out)
+	}
+	var compose []string
+	if exec.CommandContext(ctx, "docker", "compose", "version").Run() == nil {
+		compose = []string{"docker", "compose"}
+	} else if exec.CommandContext(ctx, "docker-compose", "version").Run() == nil {
+		compose = []string{"docker-compose"}
+	} else {
+		t.Fatal("this test needs Docker Compose: neither `docker compose` nor `docker-compose` works; install docker-compose (Debian)")
+	}
+	var rb [4]byte
+	if _, err := rand.Read(rb[:]); err != nil {
+		t.Fatal(err)
+	}
+	tag := fmt.Sprintf("%d%s", os.Getpid(), hex.EncodeToString(rb[:]))
+	e := &composeEnv{t: t, root: root, file: filepath.Join(root, "deploy", file), composeCmd: compose,
+		project: "iggosmoke" + tag, image: "iggo:smoke-" + tag}
+	t.Cleanup(e.cleanup)
+	return e
+}
+
+func (e *composeEnv) cleanup() {
+	if e.t.Failed() {
+		out, _ := e.run(downTimeout, e.composeArgs("--profile", "demo", "logs", "--no-color", "--tail", "300"))
+		e.t.Logf("compose logs of %s:\n%s", e.project, out)
+	}
+	if out, err := e.run(downTimeout, e.composeArgs("--profile", "demo", "down", "-v", "--remove-orphans", "--timeout", "5")); err != nil {
+		e.t.Errorf("compose down -v of %s: %v\n%s", e.project, err, out)
+	}
+	if out, err := e.run(downTimeout, []string{"docker", "image", "rm", "-f", e.image}); err != nil {
+		e.t.Errorf("removing image %s: %v\n%s", e.image, err, out)
+	}
+}
+
+// env is the environment of every compose command: a unique subnet and
+// image, and empty host ports so Docker picks free ones.
+func (e *composeEnv) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		// A parent make's jobserver settings do not belong to ours.
+		if strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=") ||
+			strings.HasPrefix(kv, "IGGO_") || strings.HasPrefix(kv, "COMPOSE_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "IGGO_IMAGE="+e.image, "IGGO_SUBNET_PREFIX="+e.subnet,
+		"IGGO_PORT=", "IGGO_PORT_1=", "IGGO_PORT_2=", "IGGO_PORT_3=", "IGGO_BIND=127.0.0.1")
+}
+
+func (e *composeEnv) composeArgs(args ...string) []string {
+	return append(append(append([]string(nil), e.composeCmd...), "-f", e.file, "-p", e.project), args...)
+}
+
+// run executes argv in the repository root with the project environment.
+func (e *composeEnv) run(timeout time.Duration, argv []string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = e.root
+	cmd.Env = e.env()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (timed out after %v)", err, timeout)
+	}
+	return out.String(), err
+}
+
+func (e *composeEnv) mustRun(timeout time.Duration, argv []string) string {
+	e.t.Helper()
+	out, err := e.run(timeout, argv)
+	if err != nil {
+		e.t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return out
+}
+
+func (e *composeEnv) compose(timeout time.Duration, args ...string) string {
+	e.t.Helper()
+	return e.mustRun(timeout, e.composeArgs(args...))
+}
+
+func (e *composeEnv) docker(timeout time.Duration, args ...string) string {
+	e.t.Helper()
+	return e.mustRun(timeout, append([]string{"docker"}, args...))
+}
+
+// buildImage builds the static binaries and the image with the Makefile's
+// own target, into a temporary build context.
+func (e *composeEnv) buildImage() {
+	e.t.Helper()
+	start := time.Now()
+	e.mustRun(buildTimeout, []string{"make", "--no-print-directory", "docker-image",
+		"DOCKER_IMAGE=" + e.image, "DOCKER_BUILD_DIR=" + e.t.TempDir()})
+	e.t.Logf("built %s in %v", e.image, time.Since(start).Round(time.Second))
+}
+
+// up starts the project on a random private /24 in 172.16.0.0/12, trying
+// another one when Docker reports an overlap with an existing network.
+func (e *composeEnv) up() {
+	e.t.Helper()
+	var out string
+	var err error
+	for attempt := 0; attempt < 8; attempt++ {
+		b, _ := rand.Int(rand.Reader, big.NewInt(16*256))
+		e.subnet = fmt.Sprintf("172.%d.%d", 16+b.Int64()/256, b.Int64()%256)
+		out, err = e.run(upTimeout, e.composeArgs("up", "-d"))
+		if err == nil {
+			e.t.Logf("project %s up on %s.0/24", e.project, e.subnet)
+			return
+		}
+		if !strings.Contains(out, "overlap") {
+			break
+		}
+		e.run(downTimeout, e.composeArgs("down", "-v", "--remove-orphans"))
+	}
+	e.t.Fatalf("compose up: %v\n%s", err, out)
+}
+
+func (e *composeEnv) containerID(service string) string {
+	e.t.Helper()
+	id := strings.TrimSpace(e.compose(upTimeout, "ps", "-q", service))
+	if id == "" || strings.Contains(id, "\n") {
+		e.t.Fatalf("compose ps -q %s: %q", service, id)
+	}
+	return id
+}
+
+// waitHealthy waits until every service's container reports healthy (the
+// image's `iggo ping` health check) and fails at once if one has stopped.
+func (e *composeEnv) waitHealthy(services []string) {
+	e.t.Helper()
+	deadline := time.Now().Add(healthyTimeout)
+	start := time.Now()
+	for {
+		var pending []string
+		for _, s := range services {
+			state := strings.TrimSpace(e.docker(30*time.Second, "inspect", "-f", "{{.State.Status}} {{.State.Health.Status}}", e.containerID(s)))
+			switch {
+			case state == "running healthy":
+			case strings.HasPrefix(state, "exited") || strings.HasPrefix(state, "dead"):
+				e.t.Fatalf("service %s stopped while waiting for it to become healthy (%s)", s, state)
+			default:
+				pending = append(pending, s+": "+state)
+			}
+		}
+		if len(pending) == 0 {
+			e.t.Logf("%v healthy after %v", services, time.Since(start).Round(100*time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("not healthy after %v: %v", healthyTimeout, pending)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// pingPublished pings service's client port through its published host
+// port on loopback.
+func (e *composeEnv) pingPublished(service string) {
+	e.t.Helper()
+	addr := strings.TrimSpace(e.compose(upTimeout, "port", service, "8090"))
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		e.t.Fatalf("compose port %s 8090 = %q, want a port on 127.0.0.1", service, addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{addr}
+	c, err := client.Dial(ctx, cfg)
+	if err != nil {
+		e.t.Fatalf("dial %s (published port of %s): %v", addr, service, err)
+	}
+	defer c.Close()
+	if err := c.Ping(ctx); err != nil {
+		e.t.Fatalf("ping %s (published port of %s): %v", addr, service, err)
+	}
+}
+
+// demo runs the one-shot demo service and returns its output; it fails
+// the test unless the demo exits 0.
+func (e *composeEnv) demo() string {
+	e.t.Helper()
+	start := time.Now()
+	out := e.compose(demoTimeout, "--profile", "demo", "run", "--rm", "demo")
+	e.t.Logf("demo run (%v):\n%s", time.Since(start).Round(100*time.Millisecond), out)
+	return out
+}
+
+func mustContain(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Fatalf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
