@@ -76,6 +76,16 @@ type group struct {
 	ticket  journal.SyncTicket
 
 	durableCkpt uint64
+	// Cluster mode: forwarded requests (token → deadline in ticks) and
+	// the tick count.
+	fwd   map[uint64]uint64
+	ticks uint64
+	// The last published role (cluster_view.go).
+	roleKnown   bool
+	roleView    uint32
+	roleStatus  string
+	rolePrimary bool
+	roleCommit  uint64
 	failed      error
 	closed      bool
 }
@@ -93,6 +103,14 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 		return nil, fmt.Errorf("replica: creating %s: %w", spec.dir, err)
 	}
 	sb, err := superblock.Open(fsys, spec.dir, spec.cluster, spec.cfg.Replica)
+	if errors.Is(err, superblock.ErrClusterMismatch) {
+		return nil, fmt.Errorf("replica: group %s: the data in %s belongs to another cluster (this node runs cluster.name %q); refusing to use it: %w",
+			spec.name, spec.dir, sh.n.cfg.Cluster.Name, err)
+	}
+	if errors.Is(err, superblock.ErrReplicaMismatch) {
+		return nil, fmt.Errorf("replica: group %s: the data in %s belongs to another replica (this node is --replica-id %d); refusing to use it: %w",
+			spec.name, spec.dir, spec.cfg.Replica, err)
+	}
 	if errors.Is(err, superblock.ErrNotFound) {
 		sb, err = superblock.Format(fsys, spec.dir, superblock.State{
 			Cluster: spec.cluster, Replica: spec.cfg.Replica, ReplicaCount: spec.cfg.ReplicaCount})
@@ -192,6 +210,12 @@ func (g *group) submit(t *task, req vsr.Request) {
 	g.token++
 	req.Token = g.token
 	g.waiting[req.Token] = t
+	if g.sh.n.replicaCount > 1 {
+		if to, ok := g.forwardTarget(); ok {
+			g.forward(to, req)
+			return
+		}
+	}
 	g.r.Submit(req)
 	g.sh.markDirty(g)
 }

@@ -28,7 +28,15 @@ const (
 // systemClient is the session id the node uses for its own metadata
 // commands (bootstrap, disconnect clean-up, token expiry). Client ids
 // minted by SDKs are random 128-bit values; this one is fixed.
+// Each node of a cluster has its own (the last byte is 1 + replica id), so
+// their sessions do not evict each other.
 var systemClient = vsr.Checksum{'i', 'g', 'g', 'o', ':', 's', 'y', 's', 't', 'e', 'm', 0, 0, 0, 0, 1}
+
+func (n *Node) systemClient() vsr.Checksum {
+	c := systemClient
+	c[15] = byte(1 + n.opts.ReplicaID)
+	return c
+}
 
 // metaSM is the metadata group's state machine on shard 0: it applies
 // committed prepares to the metadata store (publishing each new immutable
@@ -246,7 +254,7 @@ func (m *metaSM) pumpSystem() {
 	*t = task{kind: tkMeta, onDone: m.systemDone}
 	if m.sysSession == 0 {
 		body := []byte{registerSystem, 0, 0, 0, 0}
-		t.req = vsr.Request{Client: systemClient, Operation: vsr.OperationRegister, Body: body, WallClock: nowMicros()}
+		t.req = vsr.Request{Client: m.n.systemClient(), Operation: vsr.OperationRegister, Body: body, WallClock: nowMicros()}
 	} else {
 		c := m.sysQueue[0].cmd
 		body, err := metadata.EncodeOp(metadata.Meta{System: true}, c)
@@ -254,7 +262,7 @@ func (m *metaSM) pumpSystem() {
 			panic(fmt.Sprintf("replica: encoding system command %T: %v", c, err))
 		}
 		m.sysRequest++
-		t.req = vsr.Request{Client: systemClient, Session: m.sysSession, Request: m.sysRequest,
+		t.req = vsr.Request{Client: m.n.systemClient(), Session: m.sysSession, Request: m.sysRequest,
 			Operation: uint8(metadata.OperationOf(c)), Body: body, WallClock: nowMicros()}
 	}
 	m.sysBusy = true
@@ -285,7 +293,7 @@ func (m *metaSM) systemDone(t *task) {
 			m.n.log.Warn("system command rejected", zap.String("command", fmt.Sprintf("%T", m.sysQueue[0].cmd)),
 				zap.Uint32("code", code))
 		}
-		m.finishSystem(0)
+		m.finishSystem(code)
 	}
 	m.pumpSystem()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -54,8 +55,14 @@ type Options struct {
 	// Logger receives everything the node logs; nil discards.
 	Logger *zap.Logger
 	// Transport carries replica-plane messages; nil is the single-node
-	// transport, which has nowhere to send them.
+	// transport, which has nowhere to send them, or in cluster mode the
+	// replica plane (package plane).
 	Transport Transport
+	// ClientListener and ReplicaListener, when set, are adopted instead of
+	// binding the client TCP address and tcp_replica (tests bind port 0
+	// first and write the ports into the roster).
+	ClientListener  net.Listener
+	ReplicaListener net.Listener
 }
 
 // Transport is the replica plane seen from the consensus groups: every
@@ -76,6 +83,14 @@ type Node struct {
 	cfg  *config.Config
 	opts Options
 	log  *zap.Logger
+
+	// Cluster mode (cluster.go): the replica plane, the roster size, this
+	// node's roster entry and the published group roles.
+	plane               *plane.Transport
+	replicaCount        int
+	member              config.ClusterNode
+	roles               roleBoard
+	forwardTimeoutTicks uint64
 
 	store     *metadata.Store
 	rt        *shard.Runtime[*task]
@@ -116,11 +131,19 @@ func New(opts Options) (*Node, error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
+	var member config.ClusterNode
+	replicas := 1
 	if opts.Config.Cluster.Enabled {
-		return nil, errors.New("replica: cluster.enabled = true: this build runs a single node; set cluster.enabled = false")
-	}
-	if opts.ReplicaID != 0 {
-		return nil, fmt.Errorf("replica: --replica-id %d: a single node is replica 0", opts.ReplicaID)
+		m, err := clusterMember(opts.Config, opts.ReplicaID)
+		if err != nil {
+			return nil, err
+		}
+		member, replicas = m, len(opts.Config.Cluster.Nodes)
+		if replicas > vsr.ReplicasMax {
+			return nil, fmt.Errorf("replica: cluster.nodes lists %d nodes, at most %d", replicas, vsr.ReplicasMax)
+		}
+	} else if opts.ReplicaID != 0 {
+		return nil, fmt.Errorf("replica: --replica-id %d: a single node (cluster.enabled = false) is replica 0", opts.ReplicaID)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -130,12 +153,22 @@ func New(opts Options) (*Node, error) {
 	if tr == nil {
 		tr = noTransport{}
 	}
-	n := &Node{cfg: opts.Config, opts: opts, log: log, transport: tr, stop: make(chan struct{})}
+	n := &Node{cfg: opts.Config, opts: opts, log: log, transport: tr, stop: make(chan struct{}),
+		member: member, replicaCount: replicas}
+	n.forwardTimeoutTicks = max(1, config.Ticks(opts.Config.Cluster.HeartbeatTimeout.Duration))
 	n.maxFrame = uint32(opts.Config.MessageBus.MaxMessageSize.Bytes())
 	n.pollBufferMax = int(n.maxFrame) - wire.HeaderSize - wire.PollReplyPrefixSize
 	sum := xxh3.Hash128([]byte(opts.Config.Cluster.Name))
 	n.cluster = superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}
 	n.clusterID = vsrChecksum(sum)
+	if n.clustered() {
+		// The replica plane's id of cluster.name: frames, prepares and
+		// superblocks all carry it, so a node refuses another cluster's
+		// data and peers.
+		id := plane.ClusterID(opts.Config.Cluster.Name)
+		n.clusterID = id
+		n.cluster = superblock.Uint128{Lo: binary.LittleEndian.Uint64(id[:8]), Hi: binary.LittleEndian.Uint64(id[8:])}
+	}
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
@@ -200,6 +233,14 @@ func (n *Node) Start() error {
 	for i := range n.shards {
 		n.shards[i] = newShardLoop(n, i, fss[i])
 	}
+	if n.clustered() {
+		if err := n.newPlane(); err != nil {
+			n.closeStorage()
+			return err
+		}
+		n.log.Info("cluster mode", zap.String("cluster", cfg.Cluster.Name), zap.Int("replica_id", n.opts.ReplicaID),
+			zap.String("node", n.member.Name), zap.Int("replicas", n.replicaCount))
+	}
 	if err := n.bootMetadata(); err != nil {
 		n.closeStorage()
 		return err
@@ -212,10 +253,26 @@ func (n *Node) Start() error {
 		n.closeStorage()
 		return err
 	}
+	if n.plane != nil {
+		if err := n.plane.Start(); err != nil {
+			_, _ = rt.Shutdown()
+			n.closeStorage()
+			return err
+		}
+	}
 	if err := n.listen(); err != nil {
+		if n.plane != nil {
+			_ = n.plane.Close()
+		}
 		_, _ = rt.Shutdown()
 		n.closeStorage()
 		return err
+	}
+	if n.clustered() {
+		if err := n.clusterBootstrap(); err != nil {
+			_ = n.Close()
+			return err
+		}
 	}
 	n.startBackground()
 	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("path", cfg.Path),
@@ -228,7 +285,7 @@ func (n *Node) baseVSRConfig(group uint64) vsr.Config {
 	cl := n.cfg.Cluster
 	c.Cluster = n.clusterID
 	c.Group = group
-	c.Replica, c.ReplicaCount = 0, 1
+	c.Replica, c.ReplicaCount = uint8(n.opts.ReplicaID), uint8(n.replicaCount)
 	c.MessageSizeMax = n.maxFrame
 	c.HeartbeatTimeout = cl.HeartbeatTimeout.Duration
 	c.CommitBroadcastInterval = cl.CommitBroadcastInterval.Duration
@@ -316,6 +373,13 @@ func (n *Node) bootMetadata() error {
 	view := n.store.View()
 	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Int("streams", view.StreamsCount()),
 		zap.Int("users", len(view.Users())))
+	if n.clustered() {
+		// Registering the node's session and creating root need a quorum:
+		// they run once the shards and the replica plane are up
+		// (clusterBootstrap).
+		m.booting = false
+		return nil
+	}
 	m.pumpSystem()
 	if err := n.bootWait(sh, func() bool { return m.sysSession != 0 }, "registering the system session"); err != nil {
 		return err
@@ -440,7 +504,14 @@ func (n *Node) bootPartitions() error {
 			}
 		}
 	}
-	if err := n.removeStaleStorage(keep); err != nil {
+	if n.clustered() {
+		// A restarted cluster node may recover metadata that is behind its
+		// peers': storage it does not know yet may belong to a partition
+		// the metadata group will tell it about. Never delete it here; a
+		// partition recreated with another revision claims (wipes) its
+		// directory when it opens.
+		n.reportUnknownStorage(keep)
+	} else if err := n.removeStaleStorage(keep); err != nil {
 		return err
 	}
 	errs := make([]error, len(n.shards))
@@ -603,9 +674,13 @@ func partitionRevision(view *metadata.State, stream, topic, id uint32) uint64 {
 }
 
 func (n *Node) listen() error {
-	ln, err := net.Listen("tcp", n.cfg.TCP.Address)
-	if err != nil {
-		return fmt.Errorf("replica: binding tcp %s: %w", n.cfg.TCP.Address, err)
+	ln := n.opts.ClientListener
+	if ln == nil {
+		addr := n.clientListenAddr()
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("replica: binding tcp %s: %w", addr, err)
+		}
 	}
 	n.ln = ln
 	n.bound = ln.Addr().String()
@@ -714,6 +789,9 @@ func (n *Node) Close() error {
 		}
 		n.clients.closeAll()
 		n.bg.Wait()
+		if n.plane != nil {
+			_ = n.plane.Close()
+		}
 		if n.rt != nil {
 			if _, e := n.rt.Shutdown(); e != nil {
 				err = e

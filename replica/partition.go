@@ -289,6 +289,14 @@ func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
 	}
 	base := p.next
 	n := uint64(v.MessageCount())
+	if p.sh.n.replicaCount > 1 {
+		// The replica keeps the prepare body for retransmission and
+		// repair, and peers verify it against its checksum: stamp a copy.
+		body = bytes.Clone(body)
+		if v, err = wire.ParseBatch(body); err != nil {
+			panic(fmt.Sprintf("replica: partition %s op %d: copied batch does not parse: %v", p.ns, h.Op(), err))
+		}
+	}
 	v.Stamp(uint64(p.id), base, h.Timestamp())
 	p.next = base + n
 	reply := binary.LittleEndian.AppendUint64(make([]byte, 0, 8), base)
@@ -605,7 +613,14 @@ func writePurgeGen(fsys vfs.FS, dir string, gen uint64) error {
 func (p *partition) handle(t *task) {
 	switch t.kind {
 	case tkSend:
-		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: t.body})
+		body := t.body
+		if p.sh.n.replicaCount > 1 {
+			// The body outlives the reply (the replica retransmits it, the
+			// plane's queues reference it): it cannot alias the
+			// connection's read buffer.
+			body = bytes.Clone(body)
+		}
+		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: body})
 	case tkStoreOffset:
 		if p.next == 0 || t.offset > p.next-1 {
 			t.failStatus(uint32(wire.CodeInvalidOffset))

@@ -31,6 +31,8 @@ const (
 	tkPartPurge                          // effect: purge a partition
 	tkGroupDeleted                       // effect: drop a deleted group's offsets
 	tkClean                              // retention pass over this shard's partitions
+	tkFrame                              // a replica-plane frame for a group of this shard
+	tkForwarded                          // a request a backup forwarded (internal, onDone)
 )
 
 // wireCodeUnavailable answers requests to a group that stopped after a
@@ -65,6 +67,9 @@ type task struct {
 	group uint32
 	cmd   metadata.Command
 	conn  *conn
+	// Replica-plane frames.
+	from uint8
+	msg  vsr.Message
 
 	// Results.
 	status  uint32 // non-zero: an Iggy code for the reply's status field
@@ -262,6 +267,7 @@ func (sh *shardLoop) drive() {
 						break
 					}
 				}
+				g.publishRole()
 			}
 		}
 		if len(sh.syncGroups) > 0 {
@@ -414,6 +420,10 @@ func (sh *shardLoop) tick(n uint64) {
 		for i := uint64(0); i < n; i++ {
 			g.r.Tick()
 		}
+		g.ticks += n
+		if len(g.fwd) > 0 {
+			g.expireForwards()
+		}
 		sh.markDirty(g)
 	}
 	if sh.meta != nil {
@@ -454,9 +464,11 @@ func (sh *shardLoop) dispatch(t *task) {
 			panic(fmt.Sprintf("replica: metadata request on shard %d", sh.id))
 		}
 		sh.meta.submitClient(t)
+	case tkFrame:
+		sh.onFrame(t)
 	case tkSystem:
 		var waiter *task
-		if t.done != nil {
+		if t.done != nil || t.onDone != nil {
 			waiter = t
 		}
 		sh.meta.enqueueSystem(t.cmd, waiter)
@@ -527,6 +539,7 @@ func (sh *shardLoop) deletePartition(p *partition) {
 	p.close()
 	delete(sh.parts, p.ns)
 	delete(sh.groups, p.g.id)
+	sh.n.roles.remove(p.g.id)
 	sh.n.unregisterPartition(p)
 	if err := sh.fs.RemoveAll(p.dir); err != nil {
 		sh.log.Error("removing partition storage failed", zap.String("dir", p.dir), zap.Error(err))

@@ -33,13 +33,16 @@ const (
 	CmdManifest         Command = 11
 	CmdRequestChunk     Command = 12
 	CmdChunk            Command = 13
-	cmdCount                    = 14
+	CmdForward          Command = 14
+	CmdForwardReply     Command = 15
+	cmdCount                    = 16
 )
 
 var commandNames = [cmdCount]string{
 	"reserved", "prepare", "prepare_ok", "commit", "start_view_change",
 	"do_view_change", "start_view", "request_start_view", "request_prepares",
 	"range_evicted", "request_manifest", "manifest", "request_chunk", "chunk",
+	"forward", "forward_reply",
 }
 
 func (c Command) String() string {

@@ -165,6 +165,14 @@ func validateCommand(m Message) error {
 		if !allZero(h[112:]) || int(h.chunkLen()) != len(m.Body) || len(m.Body) == 0 {
 			return malformed("chunk: reserved bytes or length %d vs body %d", h.chunkLen(), len(m.Body))
 		}
+	case CmdForward:
+		if !allZero(h[offFwdOperation+1:]) || h[offFwdOperation] == OperationReserved {
+			return malformed("forward: reserved bytes or operation")
+		}
+	case CmdForwardReply:
+		if !allZero(h[offFwdReplyEnd:]) {
+			return malformed("forward_reply: reserved bytes")
+		}
 	default:
 		return malformed("unknown command %d", uint8(h.Command()))
 	}

@@ -1,0 +1,284 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/plane"
+	"github.com/iggo/iggo/shard"
+	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/vsr"
+)
+
+// Cluster mode (cluster.enabled = true). Every consensus group — the
+// metadata group and each partition — has one replica per roster member;
+// this node is replica --replica-id of each. Shard 0 runs the replica
+// plane (package plane): it binds the node's tcp_replica port, dials the
+// peers and authenticates them; each inbound frame goes to the bounded
+// inbox of the shard that owns its group (metadata → shard 0, a partition
+// → shard.OwningShard of its namespace), where the group's replica steps
+// it. A frame whose group this node does not host (yet) is dropped: VSR
+// retransmits, and the group appears once the metadata op creating it
+// applies here.
+//
+// Requests reaching a node whose replica is a backup are forwarded to the
+// group's primary (vsr Forward / ForwardReply frames) and the reply relayed
+// back, so a client may use any node. A forwarded request that gets no
+// answer within cluster.heartbeat_timeout is answered 58
+// (TransientNotAccepted), which clients retry.
+
+// clustered reports whether the node runs with more than itself.
+func (n *Node) clustered() bool { return n.cfg.Cluster.Enabled }
+
+// clusterMember returns this node's roster entry.
+func clusterMember(cfg *config.Config, id int) (config.ClusterNode, error) {
+	for _, m := range cfg.Cluster.Nodes {
+		if m.ReplicaID == id {
+			return m, nil
+		}
+	}
+	ids := make([]int, 0, len(cfg.Cluster.Nodes))
+	for _, m := range cfg.Cluster.Nodes {
+		ids = append(ids, m.ReplicaID)
+	}
+	return config.ClusterNode{}, fmt.Errorf("replica: --replica-id %d is not in cluster.nodes (replica ids %v)", id, ids)
+}
+
+// clientListenAddr is where the client TCP listener binds: in cluster mode
+// the host of tcp.address with the roster's ports.tcp of this node.
+func (n *Node) clientListenAddr() string {
+	if !n.clustered() {
+		return n.cfg.TCP.Address
+	}
+	host, _, err := net.SplitHostPort(n.cfg.TCP.Address)
+	if err != nil {
+		host = ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(*n.member.Ports.TCP)))
+}
+
+// planeTransport is the Transport of a cluster node.
+type planeTransport struct{ t *plane.Transport }
+
+func (p planeTransport) Send(_ uint64, e vsr.Envelope) {
+	// ErrPeerDown and ErrQueueFull are counted by the transport; VSR
+	// retransmits whatever matters.
+	_ = p.t.Send(e.To, e.Message)
+}
+
+// newPlane builds the replica-plane transport (not started).
+func (n *Node) newPlane() error {
+	pc, err := plane.FromConfig(n.cfg, uint8(n.opts.ReplicaID))
+	if err != nil {
+		return err
+	}
+	pc.Listener = n.opts.ReplicaListener
+	pc.Logger = n.log
+	pc.Deliver = n.deliverFrame
+	t, err := plane.New(pc)
+	if err != nil {
+		return err
+	}
+	if t.ClusterID() != n.clusterID {
+		return errors.New("replica: the replica plane and the consensus groups disagree on the cluster id")
+	}
+	n.plane = t
+	n.transport = planeTransport{t}
+	return nil
+}
+
+// deliverFrame routes an inbound replica-plane frame to the shard owning
+// its group (called on a link's reader goroutine; never blocks).
+func (n *Node) deliverFrame(from uint8, group uint64, m vsr.Message) error {
+	s := 0
+	if group != vsr.MetadataGroup {
+		ns := shard.Namespace(group)
+		if !ns.Valid() {
+			return fmt.Errorf("replica: frame for group %#x, not a partition namespace", group)
+		}
+		s = shard.OwningShard(ns, len(n.shards))
+	}
+	return n.rt.Send(s, &task{kind: tkFrame, from: from, msg: m})
+}
+
+// sender is how this node signs forwarded frames of group g.
+func (n *Node) sender(group uint64) vsr.Sender {
+	return vsr.Sender{Cluster: n.clusterID, Group: group, Replica: uint8(n.opts.ReplicaID),
+		ReplicaCount: uint8(n.replicaCount), Incarnation: n.incarnation}
+}
+
+// onFrame handles a replica-plane frame on the shard owning its group.
+func (sh *shardLoop) onFrame(t *task) {
+	m := t.msg
+	g := sh.groups[m.Header.Group()]
+	usable := g != nil && !g.closed && g.failed == nil
+	switch m.Header.Command() {
+	case vsr.CmdForward:
+		if !usable {
+			req := vsr.ForwardedRequest(m)
+			sh.n.sendPlane(t.from, vsr.EncodeForwardReply(sh.n.sender(m.Header.Group()), req.Token,
+				vsr.Reply{Status: vsr.StatusTransientNotAccepted}, 0))
+			return
+		}
+		g.serveForward(t.from, m)
+	case vsr.CmdForwardReply:
+		if g != nil {
+			g.forwardReplied(m)
+		}
+	default:
+		if usable {
+			g.r.Step(m)
+			sh.markDirty(g)
+		}
+	}
+}
+
+func (n *Node) sendPlane(to uint8, m vsr.Message) {
+	if n.plane != nil {
+		_ = n.plane.Send(to, m)
+	}
+}
+
+// forwardTarget returns the primary a request should be forwarded to: set
+// when this replica is a backup in normal status (a replica in a view
+// change refuses locally, and the client retries).
+func (g *group) forwardTarget() (uint8, bool) {
+	info := g.r.Info()
+	if info.IsPrimary || info.Status != "normal" || int(info.Primary) == g.sh.n.opts.ReplicaID {
+		return 0, false
+	}
+	return info.Primary, true
+}
+
+// forward relays req (its Token already registered in waiting) to the
+// primary.
+func (g *group) forward(to uint8, req vsr.Request) {
+	if g.fwd == nil {
+		g.fwd = map[uint64]uint64{}
+	}
+	g.fwd[req.Token] = g.ticks + g.sh.n.forwardTimeoutTicks
+	if err := g.sh.n.plane.Send(to, vsr.EncodeForward(g.sh.n.sender(g.id), req)); err != nil {
+		g.forwardFailed(req.Token)
+	}
+}
+
+func (g *group) forwardFailed(token uint64) {
+	delete(g.fwd, token)
+	t, ok := g.waiting[token]
+	if !ok {
+		return
+	}
+	delete(g.waiting, token)
+	t.vstatus = vsr.StatusTransientNotAccepted
+	g.sh.deliverTask(t)
+}
+
+// expireForwards answers forwarded requests the primary did not answer in
+// time.
+func (g *group) expireForwards() {
+	for tok, deadline := range g.fwd {
+		if g.ticks >= deadline {
+			g.forwardFailed(tok)
+		}
+	}
+}
+
+// forwardReplied completes a forwarded request with the primary's reply.
+func (g *group) forwardReplied(m vsr.Message) {
+	tok, rp, code := vsr.ForwardedReply(m)
+	if _, ok := g.fwd[tok]; !ok {
+		return
+	}
+	delete(g.fwd, tok)
+	t, ok := g.waiting[tok]
+	if !ok {
+		return
+	}
+	delete(g.waiting, tok)
+	t.status = code
+	t.vstatus, t.evict, t.op, t.reply = rp.Status, rp.Eviction, rp.Op, rp.Body
+	g.sh.deliverTask(t)
+}
+
+// serveForward submits a request a backup forwarded and answers it once
+// the replica replied. It is never forwarded again: a replica that is no
+// longer primary refuses it, and the origin's client retries.
+func (g *group) serveForward(from uint8, m vsr.Message) {
+	req := vsr.ForwardedRequest(m)
+	origin := req.Token
+	n := g.sh.n
+	t := &task{kind: tkForwarded, onDone: func(t *task) {
+		rp := vsr.Reply{Op: t.op, Status: t.vstatus, Eviction: t.evict, Body: t.reply}
+		n.sendPlane(from, vsr.EncodeForwardReply(n.sender(g.id), origin, rp, t.status))
+	}}
+	req.WallClock = max(req.WallClock, nowMicros())
+	g.token++
+	req.Token = g.token
+	g.waiting[req.Token] = t
+	g.r.Submit(req)
+	g.sh.markDirty(g)
+}
+
+// clusterBootstrap queues root's creation on a first boot of a cluster:
+// every node proposes it with its own credentials and the first to commit
+// wins (the others' are refused with UserAlreadyExists). The node's own
+// session registers with the first system command.
+func (n *Node) clusterBootstrap() error {
+	if n.store.View().Bootstrapped() {
+		return nil
+	}
+	user, pass, generated, err := n.rootCredentials()
+	if err != nil {
+		return err
+	}
+	hash, err := metadata.HashPassword(pass, n.admit.Argon2)
+	if err != nil {
+		return err
+	}
+	limits := metadata.DefaultLimits()
+	limits.MaxTokensPerUser = uint32(n.cfg.PersonalAccessToken.MaxTokensPerUser)
+	t := &task{kind: tkSystem, cmd: metadata.Bootstrap{RootUsername: user, RootPasswordHash: hash, Limits: limits}}
+	t.onDone = func(t *task) {
+		switch {
+		case t.status != 0:
+			n.log.Info("root user not created by this node (another node's proposal committed first)", zap.Uint32("code", t.status))
+		case generated:
+			n.log.Warn("root user created with a generated password; it is shown only this once",
+				zap.String("username", user), zap.String("password", pass))
+		default:
+			n.log.Info("root user created", zap.String("username", user))
+		}
+	}
+	if err := n.rt.Send(0, t); err != nil {
+		return fmt.Errorf("replica: queueing the root user's creation: %w", err)
+	}
+	return nil
+}
+
+// reportUnknownStorage logs partition directories the recovered metadata
+// does not name (cluster mode keeps them).
+func (n *Node) reportUnknownStorage(keep map[string]bool) {
+	osfs := vfs.NewOS()
+	root := filepath.Join(n.cfg.Path, "streams")
+	streams, _ := osfs.ReadDir(root)
+	for _, s := range streams {
+		topics, _ := osfs.ReadDir(filepath.Join(root, s.Name(), "topics"))
+		for _, t := range topics {
+			parts, _ := osfs.ReadDir(filepath.Join(root, s.Name(), "topics", t.Name(), "partitions"))
+			for _, p := range parts {
+				pdir := filepath.Join(root, s.Name(), "topics", t.Name(), "partitions", p.Name())
+				if !keep[pdir] {
+					n.log.Warn("partition storage the recovered metadata does not name is kept until the metadata group catches up",
+						zap.String("dir", pdir))
+				}
+			}
+		}
+	}
+}
