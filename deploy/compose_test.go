@@ -59,6 +59,34 @@ func TestComposeSingleNode(t *testing.T) {
 		"partition 0: 400 messages at offsets 400..799 verified", "iggo-demo: OK")
 }
 
+func TestComposeCluster(t *testing.T) {
+	e := newComposeEnv(t, "docker-compose.yml")
+	nodes := []string{"node-1", "node-2", "node-3"}
+	e.buildImage()
+	e.up()
+	e.waitHealthy(nodes)
+	for _, n := range nodes {
+		e.pingPublished(n)
+	}
+
+	out := e.demo()
+	mustContain(t, out, `cluster "iggo-compose"`, `stream "demo" created`, `topic "events" created with 3 partitions`, "iggo-demo: OK")
+
+	// node-1 is the demo's first address and a replica of every group:
+	// without it the demo must fall over to the other nodes, and every
+	// group must go on with the remaining two (a quorum of three).
+	e.docker(upTimeout, "kill", e.containerID("node-1"))
+	out = e.demo()
+	mustContain(t, out, `stream "demo" exists`, `topic "events" exists with 3 partitions`,
+		"partition 0: 400 messages at offsets 400..799 verified", "iggo-demo: OK")
+	if strings.Contains(out, "connected to "+e.subnet+".11:") {
+		t.Fatalf("the demo claims to be connected to the killed node-1:\n%s", out)
+	}
+	// A metadata write with one node down: a new topic.
+	out = e.demo("-e", "IGGO_DEMO_TOPIC=after-kill", "-e", "IGGO_DEMO_MESSAGES=300")
+	mustContain(t, out, `topic "after-kill" created with 3 partitions`, "iggo-demo: OK")
+}
+
 // newComposeEnv checks that Docker and Compose are usable (failing the test
 // with what is missing otherwise) and registers the cleanup that removes
 // the project, its volumes and its image even when the test fails.
@@ -257,12 +285,14 @@ func (e *composeEnv) pingPublished(service string) {
 	}
 }
 
-// demo runs the one-shot demo service and returns its output; it fails
-// the test unless the demo exits 0.
-func (e *composeEnv) demo() string {
+// demo runs the one-shot demo service (with extra `run` flags such as
+// -e NAME=VALUE) and returns its output; it fails the test unless the demo
+// exits 0.
+func (e *composeEnv) demo(runArgs ...string) string {
 	e.t.Helper()
 	start := time.Now()
-	out := e.compose(demoTimeout, "--profile", "demo", "run", "--rm", "demo")
+	args := append([]string{"--profile", "demo", "run", "--rm"}, runArgs...)
+	out := e.compose(demoTimeout, append(args, "demo")...)
 	e.t.Logf("demo run (%v):\n%s", time.Since(start).Round(100*time.Millisecond), out)
 	return out
 }

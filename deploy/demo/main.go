@@ -57,6 +57,7 @@ type options struct {
 	payloadSize int
 	wait        time.Duration
 	timeout     time.Duration
+	visibleWait time.Duration
 }
 
 func main() {
@@ -104,7 +105,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	topic := fs.String("topic", env("IGGO_DEMO_TOPIC", "events"), "topic name, created if missing ($IGGO_DEMO_TOPIC)")
 	var o options
 	var partitions, messages, batch, payload int
-	var wait, timeout time.Duration
+	var wait, timeout, visibleWait time.Duration
 	intFlag := func(p *int, name, envName string, def int, usage string) error {
 		v, err := strconv.Atoi(env(envName, strconv.Itoa(def)))
 		if err != nil {
@@ -128,6 +129,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		intFlag(&payload, "payload-size", "IGGO_DEMO_PAYLOAD_SIZE", 128, "payload bytes per message (at least 48)"),
 		durFlag(&wait, "wait", "IGGO_DEMO_WAIT", 90*time.Second, "how long to keep trying to connect, log in and set up"),
 		durFlag(&timeout, "timeout", "IGGO_DEMO_TIMEOUT", 2*time.Minute, "time allowed for producing and verifying"),
+		durFlag(&visibleWait, "visible-wait", "IGGO_DEMO_VISIBLE_WAIT", 10*time.Second,
+			"how long an acknowledged write may take to become readable on the connected node"),
 	} {
 		if err != nil {
 			return o, err
@@ -155,13 +158,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		return o, fmt.Errorf("--batch must be 1..10000, got %d", batch)
 	case payload < minPayload || payload > 1<<20:
 		return o, fmt.Errorf("--payload-size must be %d..%d, got %d", minPayload, 1<<20, payload)
-	case wait <= 0 || timeout <= 0:
-		return o, errors.New("--wait and --timeout must be positive")
+	case wait <= 0 || timeout <= 0 || visibleWait <= 0:
+		return o, errors.New("--wait, --timeout and --visible-wait must be positive")
 	}
 	o.username, o.password = *user, *pass
 	o.stream, o.topic = *stream, *topic
 	o.partitions, o.messages, o.batch, o.payloadSize = uint32(partitions), messages, batch, payload
-	o.wait, o.timeout = wait, timeout
+	o.wait, o.timeout, o.visibleWait = wait, timeout, visibleWait
 	return o, nil
 }
 
@@ -298,11 +301,38 @@ func (d *demo) trySetup(ctx context.Context) error {
 			return fmt.Errorf("create topic %q: %w", d.o.topic, err)
 		}
 	}
+	// The create was acknowledged, but the node this client is connected
+	// to may apply it a moment later than the one that led it.
+	waitStart := time.Now()
+	for {
+		td, err = c.GetTopic(ctx, sid, tid)
+		if err == nil {
+			break
+		}
+		if !wire.IsNotFound(err) || time.Since(waitStart) > d.o.visibleWait {
+			return fmt.Errorf("topic %q not readable on %s: %w", d.o.topic, c.Addr(), err)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	if waited := time.Since(waitStart); waited > 50*time.Millisecond {
+		d.printf("topic %q readable on %s after %v", d.o.topic, c.Addr(), waited.Round(time.Millisecond))
+	}
 	if len(td.Partitions) == 0 {
 		return fmt.Errorf("topic %q has no partitions", d.o.topic)
 	}
 	d.partitions = uint32(len(td.Partitions))
 	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 func describeNodes(nodes []wire.ClusterNode) string {
@@ -380,10 +410,13 @@ func (d *demo) verify(ctx context.Context, sent []sentBatch) error {
 		}
 		next, foreign := 0, 0
 		offset := want[0].offset
-		// Each poll either advances offset or ends the loop, so this is
-		// bounded by the partition's messages from want[0] on; the cap
-		// guards against a server that keeps answering the same offset.
-		for polls := 0; next < len(want); polls++ {
+		var waited time.Duration // longest wait for acknowledged messages to become readable
+		var emptySince time.Time
+		// Each non-empty poll advances offset, so their number is bounded
+		// by the partition's messages from want[0] on; the cap guards
+		// against a server that keeps answering the same offset. Empty
+		// polls are bounded by --visible-wait.
+		for polls := 0; next < len(want); {
 			if polls > 2*len(want)+16 {
 				return mismatchf("partition %d: gave up after %d polls with %d of %d messages found", p, polls, next, len(want))
 			}
@@ -394,9 +427,25 @@ func (d *demo) verify(ctx context.Context, sent []sentBatch) error {
 			}
 			got := pm.Messages()
 			if len(got) == 0 {
-				return mismatchf("partition %d: nothing at offset %d (current offset %d); %d of %d messages of this run missing",
-					p, offset, pm.CurrentOffset, len(want)-next, len(want))
+				// Acknowledged means committed by a quorum; the connected
+				// node may apply the commit a moment later.
+				if emptySince.IsZero() {
+					emptySince = time.Now()
+				}
+				if w := time.Since(emptySince); w > d.o.visibleWait {
+					return mismatchf("partition %d: nothing at offset %d for %v (current offset %d); %d of %d messages of this run missing",
+						p, offset, w.Round(time.Millisecond), pm.CurrentOffset, len(want)-next, len(want))
+				}
+				if err := sleep(ctx, 50*time.Millisecond); err != nil {
+					return err
+				}
+				continue
 			}
+			if !emptySince.IsZero() {
+				waited = max(waited, time.Since(emptySince))
+				emptySince = time.Time{}
+			}
+			polls++
 			for _, m := range got {
 				if m.Offset < offset {
 					return mismatchf("partition %d: asked from offset %d, got offset %d", p, offset, m.Offset)
@@ -429,6 +478,9 @@ func (d *demo) verify(ctx context.Context, sent []sentBatch) error {
 		extra := ""
 		if foreign > 0 {
 			extra = fmt.Sprintf(" (%d messages of other runs skipped)", foreign)
+		}
+		if waited > 0 {
+			extra += fmt.Sprintf(" (waited up to %v for acknowledged messages to become readable on %s)", waited.Round(time.Millisecond), d.c.Addr())
 		}
 		d.printf("partition %d: %d messages at offsets %d..%d verified%s", p, len(want), want[0].offset, want[len(want)-1].offset, extra)
 		total += len(want)
