@@ -12,8 +12,11 @@
 //     ports published on the host, and the one-shot `demo` service
 //     (profile "demo").
 //   - docker-compose.single.yml: the same for one node.
+//   - config/cluster.toml: the compose roster as a configuration file.
 //
-// The smoke test (compose_test.go) builds the image with the Makefile,
+// config_test.go loads what the containers get (the Dockerfile's ENV, each
+// compose file's environment, the example file) through the server's own
+// loader, without Docker. The smoke test (compose_test.go) builds the image with the Makefile,
 // starts a compose project under a unique name, subnet and free host
 // ports, waits for the health checks, runs the demo service, kills a node
 // and runs it again, and always removes the project, its volumes and the
