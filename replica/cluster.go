@@ -282,3 +282,11 @@ func (n *Node) reportUnknownStorage(keep map[string]bool) {
 		}
 	}
 }
+
+// rejoining reports whether a partition created by metadata op op must
+// rejoin: on a node started with --fresh, every partition the cluster
+// created before this node caught up may hold ops this node acknowledged
+// before the wipe.
+func (n *Node) rejoining(op uint64) bool {
+	return n.fresh && (n.freshTarget == 0 || op <= n.freshTarget)
+}

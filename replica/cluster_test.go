@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/plane"
+	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -71,6 +74,9 @@ func (tc *testCluster) config(i int) *config.Config {
 	cfg.TCP.Address = "127.0.0.1:0"
 	cfg.Sharding.PinCores = false
 	cfg.Logging.FileEnabled = false
+	// The smallest metadata journal, so that tests reach journal eviction
+	// (and state transfer) quickly.
+	cfg.Metadata.JournalSlots = 4 * max(64, cfg.Metadata.PrepareQueueDepth)
 	cl := &cfg.Cluster
 	cl.Enabled = true
 	cl.Name = "iggo-test"
@@ -407,5 +413,253 @@ func TestClusterFailover(t *testing.T) {
 	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
 	if _, err := back.GetStream(ctx, wire.MustNamedID("after-failover")); err != nil {
 		t.Fatalf("restarted node %d: %v", leader, err)
+	}
+}
+
+// TestClusterFreshRejoin wipes a node (--fresh): it rejoins without voting
+// until it caught up and gets the metadata and every partition back from
+// its peers.
+func TestClusterFreshRejoin(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	const parts, per = 3, 5
+	tc.setupTopic(ctx, c, parts)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c, p, 0, 4, per)
+	}
+	const wiped = 2
+	tc.stop(wiped)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c, p, 4, 6, per)
+	}
+	if err := tc.start(wiped, true); err != nil {
+		t.Fatal(err)
+	}
+	back := tc.dial(wiped)
+	for p := uint32(0); p < parts; p++ {
+		eventually(t, 60*time.Second, fmt.Sprintf("wiped node partition %d", p), func() error {
+			return checkPartition(ctx, back, p, 6*per)
+		})
+	}
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
+	// The rejoined node takes part again: with another node down, the
+	// cluster still commits.
+	tc.stop(0)
+	c1 := tc.dial(1)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c1, p, 6, 7, per)
+	}
+	for p := uint32(0); p < parts; p++ {
+		eventually(t, 30*time.Second, fmt.Sprintf("partition %d after node 0 stopped", p), func() error {
+			return checkPartition(ctx, back, p, 7*per)
+		})
+	}
+}
+
+// TestClusterRefusesBadPeers sends garbage and impostor handshakes to a
+// node's replica port, and starts a node of another cluster on its data:
+// the node refuses them and keeps replicating.
+func TestClusterRefusesBadPeers(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := tc.dial(1)
+	tc.setupTopic(ctx, c, 1)
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(tc.repl[0]))
+	for _, junk := range [][]byte{
+		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+		bytes.Repeat([]byte{0xff}, 512),
+		append([]byte("IGGOREPL\x01\x01\x01\x02\x00\x03"), make([]byte, 114)...), // hello: bad cluster id, no MAC
+	} {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write(junk)
+		_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+		buf := make([]byte, 256)
+		if n, err := conn.Read(buf); err == nil {
+			t.Fatalf("the replica port answered %d bytes to garbage", n)
+		}
+		_ = conn.Close()
+	}
+	eventually(t, 20*time.Second, "garbage refusals counted", func() error {
+		if g := tc.nodes[0].plane.Stats().Refused(plane.ReasonGarbage); g < 2 {
+			return fmt.Errorf("%d garbage refusals", g)
+		}
+		return nil
+	})
+	// An impostor with the wrong key claiming replica id 1 dials node 2.
+	pc, err := plane.FromConfig(tc.config(1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Secret = []byte("a-wrong-key-that-is-long-enough-to-pass-checks")
+	imp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Listener = imp
+	pc.Deliver = func(uint8, uint64, vsr.Message) error { return nil }
+	impostor, err := plane.New(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := impostor.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer impostor.Close()
+	eventually(t, 20*time.Second, "impostor refused", func() error {
+		if g := tc.nodes[2].plane.Stats().Refused(plane.ReasonNoSharedKey); g == 0 {
+			return errors.New("no refusal for the wrong key yet")
+		}
+		return nil
+	})
+	if impostor.Connected(2) {
+		t.Fatal("the impostor got a link")
+	}
+	_ = impostor.Close()
+	sendAll(ctx, t, c, 0, 0, 3, 4)
+	for i := range tc.nodes {
+		eventually(t, 30*time.Second, fmt.Sprintf("node %d", i), func() error {
+			return checkPartition(ctx, tc.dial(i), 0, 12)
+		})
+	}
+	// Another cluster's node refuses this cluster's data directory.
+	tc.stop(2)
+	cfg := tc.config(2)
+	cfg.Cluster.Name = "another-cluster"
+	n, err := New(Options{Config: cfg, ReplicaID: 2, Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = n.Start()
+	if err == nil {
+		_ = n.Close()
+		t.Fatal("a node of another cluster booted on this cluster's data")
+	}
+	if !strings.Contains(err.Error(), "belongs to another cluster") {
+		t.Fatalf("refusal does not say why: %v", err)
+	}
+}
+
+// TestClusterRepairsCorruptJournal flips a byte inside a prepare in the
+// middle of a stopped node's partition journal: in a cluster the node
+// boots anyway, fetches the prepare from a peer and rewrites it.
+func TestClusterRepairsCorruptJournal(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	tc.setupTopic(ctx, c, 1)
+	sendAll(ctx, t, c, 0, 0, 12, 4)
+	const victim = 1
+	eventually(t, 30*time.Second, "victim caught up", func() error {
+		return checkPartition(ctx, tc.dial(victim), 0, 48)
+	})
+	tc.stop(victim)
+	files, err := filepath.Glob(filepath.Join(partitionDir(tc.dirs[victim], 0, 0, 0), "journal", "*.wal"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("journal files: %v %v", files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := len(b) * 4 / 10
+	b[pos] ^= 0x5a
+	if err := os.WriteFile(files[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The metadata journal is fdatasync'ed at every append: damage in its
+	// middle is provably corruption of acknowledged prepares (faulty
+	// entries), not a torn tail.
+	metaJournal := filepath.Join(tc.dirs[victim], "metadata", "journal.wal")
+	mb, err := os.ReadFile(metaJournal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpos := len(mb) / 2
+	mb[mpos] ^= 0x5a
+	if err := os.WriteFile(metaJournal, mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.start(victim, false); err != nil {
+		t.Fatalf("a cluster node refused to boot over a corrupt journal entry: %v", err)
+	}
+	eventually(t, 30*time.Second, "metadata journal repaired", func() error {
+		nb, err := os.ReadFile(metaJournal)
+		if err != nil {
+			return err
+		}
+		// Repaired in place, or truncated at the damage and appended again.
+		if len(nb) <= mpos || nb[mpos] == mb[mpos] {
+			return fmt.Errorf("byte %d of %s (%d bytes) not repaired yet", mpos, metaJournal, len(nb))
+		}
+		return nil
+	})
+	sendAll(ctx, t, c, 0, 12, 14, 4)
+	back := tc.dial(victim)
+	eventually(t, 60*time.Second, "repaired node serves every message", func() error {
+		return checkPartition(ctx, back, 0, 56)
+	})
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(1, 0, 1, 2) })
+	eventually(t, 30*time.Second, "journal repaired", func() error {
+		nb, err := os.ReadFile(files[0])
+		if err != nil {
+			return err
+		}
+		if len(nb) <= pos || nb[pos] == b[pos] {
+			return fmt.Errorf("byte %d of %s still corrupt", pos, files[0])
+		}
+		return nil
+	})
+}
+
+// TestClusterStateTransfer wipes a node after its peers' journals dropped
+// the first ops of the metadata group and of a partition: the node gets
+// both back by state transfer (checkpoint, segments, session table) and
+// then by journal repair above the checkpoint.
+func TestClusterStateTransfer(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	tc.setupTopic(ctx, c, 1)
+	// Metadata journals keep journal_slots/2 = 128 ops below a checkpoint
+	// taken every 64; partition journals the same with 256 slots.
+	const streams, sends, per = 230, 300, 2
+	for i := 0; i < streams; i++ {
+		if _, err := c.CreateStream(ctx, fmt.Sprintf("extra-%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sendAll(ctx, t, c, 0, 0, sends, per)
+	const wiped = 2
+	tc.stop(wiped)
+	sendAll(ctx, t, c, 0, sends, sends+5, per)
+	if err := tc.start(wiped, true); err != nil {
+		t.Fatal(err)
+	}
+	back := tc.dial(wiped)
+	eventually(t, 90*time.Second, "wiped node serves every message", func() error {
+		return checkPartition(ctx, back, 0, (sends+5)*per)
+	})
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(1, 0, 1, 2) })
+	ss, err := back.GetStreams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != streams+1 {
+		t.Fatalf("wiped node lists %d streams, want %d", len(ss), streams+1)
+	}
+	if got := tc.nodes[wiped].installs.Load(); got < 2 {
+		t.Fatalf("%d checkpoints installed by state transfer, want the metadata's and the partition's", got)
 	}
 }

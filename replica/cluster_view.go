@@ -94,6 +94,9 @@ func (g *group) publishRole() {
 		r.Stream, r.Topic, r.Partition = ns.Stream(), ns.Topic(), ns.Partition()
 	}
 	g.sh.n.roles.slot(g.id).Store(r)
+	if g.id == vsr.MetadataGroup && g.sh.n.fresh && g.sh.n.freshTarget == 0 && info.Status == "normal" {
+		g.sh.n.freshTarget = max(info.CommitMax, 1)
+	}
 	if changed && g.sh.n.clustered() {
 		g.log.Info("group role", zap.Uint32("view", info.View), zap.String("status", info.Status),
 			zap.Int("primary", int(info.Primary)), zap.Bool("is_primary", r.IsPrimary), zap.Uint64("commit", info.CommitMax))

@@ -27,6 +27,12 @@ type groupSM interface {
 	// syncAppend reports whether the journal append of this prepare must be
 	// fdatasync'ed before it counts as written (persisted durability).
 	syncAppend(h *vsr.Header) bool
+	// State transfer (transfer.go): serve bytes of an artifact of this
+	// replica's latest checkpoint, stage received artifact bytes, and
+	// replace the state with a staged checkpoint.
+	readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error)
+	writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error
+	install(m vsr.Manifest) error
 }
 
 // groupSpec describes a group to open.
@@ -47,6 +53,9 @@ type groupSpec struct {
 	// durable state record names) and returns its manifest and the session
 	// table stored with it.
 	restore func(op uint64) (*vsr.Manifest, []byte, error)
+	// rejoin marks an empty group whose replica may have acknowledged ops
+	// before a wipe (vsr.Boot.Rejoin).
+	rejoin bool
 }
 
 // group drives one vsr.Replica: it executes the replica's Ready (state
@@ -179,6 +188,10 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 			boot.Journal = append(boot.Journal, e)
 		}
 	}
+	if payload == nil && spec.rejoin && spec.cfg.ReplicaCount > 1 {
+		boot.Rejoin = true
+		g.log.Info("empty group rejoins: it takes no part in votes until it caught up from its peers")
+	}
 	r, err := vsr.New(spec.cfg, spec.sm, boot)
 	if err != nil {
 		return fail(err)
@@ -287,6 +300,15 @@ func (g *group) process(rd vsr.Ready) {
 				g.fail(fmt.Errorf("journal truncate above %d: %w", op.Op, err))
 				return
 			}
+		case vsr.JournalRewrite:
+			flush()
+			if err := g.j.Repair(op.Op, op.Header[:], op.Body); err != nil {
+				g.fail(fmt.Errorf("journal repair of op %d: %w", op.Op, err))
+				return
+			}
+			g.log.Info("journal entry repaired from a peer", zap.Uint64("op", op.Op))
+			g.syncing = append(g.syncing, appended{op: op.Op, id: op.Header.Identity()})
+			g.sh.needSync(g)
 		case vsr.JournalDiscard:
 			flush()
 			if err := g.j.DiscardPrefix(op.Op); err != nil {
@@ -307,6 +329,40 @@ func (g *group) process(rd vsr.Ready) {
 	}
 	for _, m := range rd.Messages {
 		g.sh.n.transport.Send(g.id, m)
+	}
+	type xferDone struct {
+		token uint64
+		data  []byte
+		err   error
+	}
+	var artReads, artWrites []xferDone
+	for _, ar := range rd.ArtifactReads {
+		b, err := g.sm.readArtifact(ar.Checkpoint, ar.Artifact, ar.Offset, ar.Length)
+		if err != nil {
+			g.log.Warn("state transfer: serving an artifact failed", zap.Uint64("checkpoint", ar.Checkpoint),
+				zap.Uint32("artifact", ar.Artifact), zap.Error(err))
+		}
+		artReads = append(artReads, xferDone{token: ar.Token, data: b, err: err})
+	}
+	for _, aw := range rd.ArtifactWrites {
+		err := g.sm.writeArtifact(aw.Checkpoint, aw.Artifact, aw.Offset, aw.Data)
+		if err != nil {
+			g.log.Warn("state transfer: staging an artifact failed", zap.Uint64("checkpoint", aw.Checkpoint),
+				zap.Uint32("artifact", aw.Artifact), zap.Error(err))
+		}
+		artWrites = append(artWrites, xferDone{token: aw.Token, err: err})
+	}
+	var installOp uint64
+	var installErr error
+	hasInstall := rd.Install != nil
+	if hasInstall {
+		installOp = rd.Install.Manifest.Op
+		installErr = g.sm.install(rd.Install.Manifest)
+		if installErr != nil {
+			g.log.Error("state transfer: installing a checkpoint failed", zap.Uint64("checkpoint", installOp), zap.Error(installErr))
+		} else {
+			g.log.Info("state transfer: checkpoint installed", zap.Uint64("checkpoint", installOp))
+		}
 	}
 	for i := range rd.Replies {
 		g.complete(&rd.Replies[i])
@@ -330,6 +386,15 @@ func (g *group) process(rd vsr.Ready) {
 	}
 	if hasCkpt {
 		g.r.CheckpointDone(ckptOp, ckptM, ckptErr)
+	}
+	for _, d := range artReads {
+		g.r.ArtifactReadDone(d.token, d.data, d.err)
+	}
+	for _, d := range artWrites {
+		g.r.ArtifactWriteDone(d.token, d.err)
+	}
+	if hasInstall {
+		g.r.InstallDone(installOp, installErr)
 	}
 	if err := g.r.Err(); err != nil {
 		g.fail(err)

@@ -58,6 +58,10 @@ type metaSM struct {
 	sysBusy    bool
 	sysRetry   bool // a refused system request waits for the next tick
 	sysTask    task
+
+	// State transfer (transfer.go).
+	served metaServed
+	staged metaStaged
 }
 
 // Apply implements vsr.StateMachine.
@@ -89,7 +93,7 @@ func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 		return codeReply(uint32(res.Code))
 	}
 	if !m.booting && len(res.Effects) > 0 {
-		m.n.applyEffects(m.sh, m.store.View(), res.Effects)
+		m.n.applyEffects(m.sh, m.store.View(), res.Effects, h.Op())
 	}
 	out := codeReply(0)
 	var payload wire.ReplyPayload

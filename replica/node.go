@@ -91,6 +91,14 @@ type Node struct {
 	member              config.ClusterNode
 	roles               roleBoard
 	forwardTimeoutTicks uint64
+	// fresh: --fresh wiped a cluster node's disk. Groups it recreates
+	// rejoin (vsr.Boot.Rejoin) until the metadata group caught up with the
+	// commit point it learned when it first reached normal status
+	// (freshTarget; shard 0 only).
+	fresh       bool
+	freshTarget uint64
+	// installs counts checkpoints installed by state transfer.
+	installs atomic.Uint64
 
 	store     *metadata.Store
 	rt        *shard.Runtime[*task]
@@ -197,6 +205,7 @@ func (n *Node) Start() error {
 	cfg := n.cfg
 	osfs := vfs.NewOS()
 	if n.opts.Fresh {
+		n.fresh = n.clustered()
 		n.log.Warn("--fresh: wiping the data directory", zap.String("path", cfg.Path))
 		if err := osfs.RemoveAll(cfg.Path); err != nil {
 			return fmt.Errorf("replica: wiping %s: %w", cfg.Path, err)
@@ -362,6 +371,7 @@ func (n *Node) bootMetadata() error {
 		cluster:     n.cluster,
 		incarnation: n.incarnation,
 		restore:     m.restore,
+		rejoin:      n.fresh,
 	})
 	if err != nil {
 		return err
@@ -618,7 +628,7 @@ func (n *Node) PartitionStats(stream, topic uint32, p metadata.Partition) metada
 
 // applyEffects turns committed metadata effects into work for the shards
 // that own the partitions (called on shard 0 as the command applies).
-func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metadata.Effect) {
+func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metadata.Effect, op uint64) {
 	for _, e := range effects {
 		switch e.Kind {
 		case metadata.EffectPartitionCreated:
@@ -632,7 +642,8 @@ func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metad
 			}
 			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
 			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartOpen, ns: ns,
-				spec: partitionSpec{stream: e.Stream, topic: e.Topic, id: e.Partition, revision: e.Revision, config: tp.Config}})
+				spec: partitionSpec{stream: e.Stream, topic: e.Topic, id: e.Partition, revision: e.Revision, config: tp.Config,
+					rejoin: n.rejoining(op)}})
 		case metadata.EffectPartitionDeleted:
 			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
 			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartDelete, ns: ns, rev: e.Revision})

@@ -95,6 +95,13 @@ type partition struct {
 	avgRecord    float64
 
 	stats *partStats
+
+	// State transfer (transfer_partition.go, cluster mode).
+	segCfg     segment.Config
+	sealedSums map[uint64]sealedSum
+	segHash    *segHashState
+	served     servedPartition
+	stagedOp   uint64
 }
 
 // partitionDir is the directory of (stream, topic, partition).
@@ -112,6 +119,10 @@ type partitionSpec struct {
 	// behind it (the purge committed but a crash stopped the partition's
 	// own purge op) is purged at boot.
 	purgeGen uint64
+	// rejoin: this node may have acknowledged ops of the partition before
+	// its disk was wiped (--fresh in a cluster): its new, empty replica
+	// must not vote until it caught up (vsr.Boot.Rejoin).
+	rejoin bool
 }
 
 const incarnationFile = "incarnation"
@@ -135,6 +146,7 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 	if scfg.MaxRecordSize > segment.MaxRecordSizeLimit {
 		scfg.MaxRecordSize = segment.MaxRecordSizeLimit
 	}
+	p.segCfg = scfg
 	seg, rep, err := segment.Open(sh.fs, dir, scfg)
 	if err != nil {
 		return nil, fmt.Errorf("replica: partition %s: segments: %w", ns, err)
@@ -156,6 +168,7 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 		cluster:     sh.n.cluster,
 		incarnation: sh.n.incarnation,
 		restore:     p.restore,
+		rejoin:      spec.rejoin,
 	})
 	if err != nil {
 		_ = seg.Close()
@@ -515,7 +528,13 @@ func (p *partition) checkpoint(op uint64, _ []byte) (vsr.Manifest, error) {
 	if err := p.g.sb.Write(st); err != nil {
 		return vsr.Manifest{}, err
 	}
-	return vsr.Manifest{Artifacts: []vsr.Artifact{{ID: 1, Size: uint64(len(data)), Checksum: vsrChecksum(sum)}}}, nil
+	m := vsr.Manifest{Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(data)), Checksum: vsrChecksum(sum)}}}
+	if p.sh.n.replicaCount > 1 {
+		if err := p.checkpointSegments(op, &m); err != nil {
+			return vsr.Manifest{}, err
+		}
+	}
+	return m, nil
 }
 
 // checkpointDurable implements groupSM: older checkpoint files go.
@@ -526,10 +545,13 @@ func (p *partition) checkpointDurable(op uint64) {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, partitionCkptPrefix) {
+		prefix := partitionCkptPrefix
+		if strings.HasPrefix(name, segListPrefix) {
+			prefix = segListPrefix
+		} else if !strings.HasPrefix(name, partitionCkptPrefix) {
 			continue
 		}
-		v, err := strconv.ParseUint(strings.TrimPrefix(name, partitionCkptPrefix), 10, 64)
+		v, err := strconv.ParseUint(strings.TrimPrefix(name, prefix), 10, 64)
 		if err == nil && v < op {
 			_ = p.sh.fs.Remove(filepath.Join(p.dir, name))
 		}
@@ -554,7 +576,11 @@ func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
 			p.ns, p.seg.NextOffset(), op, c.next)
 	}
 	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
-	return &vsr.Manifest{Op: op, Artifacts: []vsr.Artifact{{ID: 1, Size: uint64(len(b)), Checksum: vsrChecksum(c.sum)}}}, nil, nil
+	m := &vsr.Manifest{Op: op, Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(b)), Checksum: vsrChecksum(c.sum)}}}
+	if p.sh.n.replicaCount > 1 {
+		p.restoreSegments(op, m)
+	}
+	return m, nil, nil
 }
 
 // writeFileSync writes a new file durably (data, fdatasync, directory

@@ -1,0 +1,400 @@
+package replica
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/zeebo/xxh3"
+	"go.uber.org/zap"
+
+	"github.com/iggo/iggo/segment"
+	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/vsr"
+)
+
+// Partition state transfer. In cluster mode every partition checkpoint
+// also lists its segments in "segments-{op:020}" (below), so a peer can
+// ship the partition as it stood at the checkpoint: artifact 1 is the
+// checkpoint file, artifact 2 the segment list, artifact 3+i the first
+// size bytes of segment i's .log (segments are append-only, so that prefix
+// does not change after the checkpoint; a segment retention deleted since
+// makes the transfer from this peer fail and vsr tries another or a newer
+// checkpoint). Indexes are not shipped: segment.Open rebuilds a missing
+// index from its log.
+//
+// Segment list file (little-endian): magic "IGGOPSEG" (8), version u32 = 1,
+// segment count u32, then per segment, oldest first: start offset u64,
+// size u64 (.log bytes at the checkpoint), XXH3-128 of those bytes (low
+// half first); then XXH3-128 of everything before it.
+//
+// Checksums of sealed segments are computed once and cached; the active
+// segment is hashed incrementally (each checkpoint reads only what was
+// appended since the previous one, usually still in the page cache).
+//
+// The receiver stages artifacts under {partition}/transfer/artifact-{id}
+// and installs them: segments, checkpoint files and the old segment list
+// are replaced, the segment log reopened, the state machine restored from
+// the checkpoint and the superblock updated; the journal is reset by vsr.
+
+const (
+	segListMagic    = "IGGOPSEG"
+	segListPrefix   = "segments-"
+	transferDirName = "transfer"
+	artCheckpoint   = 1
+	artSegList      = 2
+	artSegFirst     = 3
+)
+
+type segEntry struct {
+	start, size uint64
+	sum         vsr.Checksum
+}
+
+func segListName(op uint64) string { return fmt.Sprintf("%s%020d", segListPrefix, op) }
+
+func encodeSegList(list []segEntry) []byte {
+	b := make([]byte, 16, 16+32*len(list)+16)
+	copy(b, segListMagic)
+	binary.LittleEndian.PutUint32(b[8:], 1)
+	binary.LittleEndian.PutUint32(b[12:], uint32(len(list)))
+	for _, e := range list {
+		b = binary.LittleEndian.AppendUint64(b, e.start)
+		b = binary.LittleEndian.AppendUint64(b, e.size)
+		b = append(b, e.sum[:]...)
+	}
+	sum := xxh3.Hash128(b)
+	b = binary.LittleEndian.AppendUint64(b, sum.Lo)
+	return binary.LittleEndian.AppendUint64(b, sum.Hi)
+}
+
+func decodeSegList(b []byte) ([]segEntry, error) {
+	if len(b) < 32 || !bytes.Equal(b[:8], []byte(segListMagic)) || binary.LittleEndian.Uint32(b[8:]) != 1 {
+		return nil, fmt.Errorf("%w: segment list header", errCheckpoint)
+	}
+	end := len(b) - 16
+	sum := xxh3.Hash128(b[:end])
+	if binary.LittleEndian.Uint64(b[end:]) != sum.Lo || binary.LittleEndian.Uint64(b[end+8:]) != sum.Hi {
+		return nil, fmt.Errorf("%w: segment list checksum", errCheckpoint)
+	}
+	n := int(binary.LittleEndian.Uint32(b[12:]))
+	if 16+32*n != end {
+		return nil, fmt.Errorf("%w: %d segments in %d bytes", errCheckpoint, n, len(b))
+	}
+	list := make([]segEntry, n)
+	for i := range list {
+		e := b[16+32*i:]
+		list[i].start = binary.LittleEndian.Uint64(e)
+		list[i].size = binary.LittleEndian.Uint64(e[8:])
+		copy(list[i].sum[:], e[16:32])
+		if i > 0 && list[i].start <= list[i-1].start {
+			return nil, fmt.Errorf("%w: segments out of order", errCheckpoint)
+		}
+	}
+	return list, nil
+}
+
+// segHashState hashes the active segment incrementally.
+type segHashState struct {
+	start  uint64
+	hashed int64
+	s      *vsr.ChecksumStream
+}
+
+type sealedSum struct {
+	size int64
+	sum  vsr.Checksum
+}
+
+// segmentList hashes the segments as they stand (after the checkpoint's
+// segment sync) and returns the list.
+func (p *partition) segmentList() ([]segEntry, error) {
+	segs := p.seg.Segments()
+	if p.sealedSums == nil {
+		p.sealedSums = map[uint64]sealedSum{}
+	}
+	live := make(map[uint64]bool, len(segs))
+	list := make([]segEntry, 0, len(segs))
+	for _, si := range segs {
+		live[si.StartOffset] = true
+		if c, ok := p.sealedSums[si.StartOffset]; ok && c.size == si.Size {
+			list = append(list, segEntry{start: si.StartOffset, size: uint64(si.Size), sum: c.sum})
+			continue
+		}
+		hs := p.segHash
+		if hs == nil || hs.start != si.StartOffset || hs.hashed > si.Size {
+			hs = &segHashState{start: si.StartOffset, s: vsr.NewChecksumStream()}
+		}
+		if err := hashFileRange(p.sh.fs, si.LogPath, hs, si.Size); err != nil {
+			return nil, err
+		}
+		sum := hs.s.Sum()
+		if si.Sealed {
+			p.sealedSums[si.StartOffset] = sealedSum{size: si.Size, sum: sum}
+			if p.segHash == hs {
+				p.segHash = nil
+			}
+		} else {
+			p.segHash = hs
+		}
+		list = append(list, segEntry{start: si.StartOffset, size: uint64(si.Size), sum: sum})
+	}
+	for k := range p.sealedSums {
+		if !live[k] {
+			delete(p.sealedSums, k)
+		}
+	}
+	return list, nil
+}
+
+func hashFileRange(fsys vfs.FS, path string, hs *segHashState, to int64) error {
+	if hs.hashed >= to {
+		return nil
+	}
+	f, err := fsys.OpenFile(path, vfs.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, min(int64(1<<20), to-hs.hashed))
+	for hs.hashed < to {
+		n := min(int64(len(buf)), to-hs.hashed)
+		m, err := f.ReadAt(buf[:n], hs.hashed)
+		if m > 0 {
+			hs.s.Write(buf[:m])
+			hs.hashed += int64(m)
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && int64(m) == n) {
+			return fmt.Errorf("replica: hashing %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// transferManifest extends a checkpoint's manifest with the segment list
+// and the segments (cluster mode).
+func transferManifest(m *vsr.Manifest, listBytes []byte, list []segEntry) {
+	m.Artifacts = append(m.Artifacts, vsr.Artifact{ID: artSegList, Size: uint64(len(listBytes)), Checksum: vsr.BodyChecksum(listBytes)})
+	for i, e := range list {
+		m.Artifacts = append(m.Artifacts, vsr.Artifact{ID: artSegFirst + uint32(i), Size: e.size, Checksum: e.sum})
+	}
+}
+
+// checkpointSegments writes the segment list of checkpoint op and adds the
+// transfer artifacts to its manifest.
+func (p *partition) checkpointSegments(op uint64, m *vsr.Manifest) error {
+	list, err := p.segmentList()
+	if err != nil {
+		return err
+	}
+	b := encodeSegList(list)
+	if err := writeFileSync(p.sh.fs, filepath.Join(p.dir, segListName(op)), b); err != nil {
+		return err
+	}
+	transferManifest(m, b, list)
+	p.served = servedPartition{op: op, list: list}
+	return nil
+}
+
+// restoreSegments adds the transfer artifacts of checkpoint op to the
+// manifest restored at boot, when its segment list exists.
+func (p *partition) restoreSegments(op uint64, m *vsr.Manifest) {
+	b, err := vfs.ReadFile(p.sh.fs, filepath.Join(p.dir, segListName(op)))
+	if err != nil {
+		return
+	}
+	list, err := decodeSegList(b)
+	if err != nil {
+		p.log.Warn("segment list of the checkpoint unreadable: peers cannot fetch this checkpoint", zap.Error(err))
+		return
+	}
+	transferManifest(m, b, list)
+	p.served = servedPartition{op: op, list: list}
+}
+
+type servedPartition struct {
+	op   uint64
+	list []segEntry
+}
+
+func (p *partition) readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
+	switch id {
+	case artCheckpoint, artSegList:
+		name := ckptName(ckpt)
+		if id == artSegList {
+			name = segListName(ckpt)
+		}
+		b, err := vfs.ReadFile(p.sh.fs, filepath.Join(p.dir, name))
+		if err != nil {
+			return nil, err
+		}
+		return sliceArtifact(b, off, length)
+	}
+	if p.served.op != ckpt {
+		return nil, fmt.Errorf("%w: partition serves checkpoint %d, not %d", errArtifact, p.served.op, ckpt)
+	}
+	i := int(id) - artSegFirst
+	if i < 0 || i >= len(p.served.list) {
+		return nil, fmt.Errorf("%w: partition has no artifact %d", errArtifact, id)
+	}
+	e := p.served.list[i]
+	if off > e.size || uint64(length) > e.size-off {
+		return nil, fmt.Errorf("%w: %d bytes at %d of a %d-byte segment", errArtifact, length, off, e.size)
+	}
+	path := filepath.Join(p.dir, fmt.Sprintf("%020d.log", e.start))
+	f, err := p.sh.fs.OpenFile(path, vfs.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, length)
+	n, err := f.ReadAt(buf, int64(off))
+	if n == len(buf) {
+		return buf, nil
+	}
+	return nil, fmt.Errorf("replica: reading %s: %d of %d bytes: %w", path, n, length, err)
+}
+
+func (p *partition) stagePath(id uint32) string {
+	return filepath.Join(p.dir, transferDirName, "artifact-"+strconv.FormatUint(uint64(id), 10))
+}
+
+func (p *partition) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
+	if p.stagedOp != ckpt {
+		if err := p.sh.fs.RemoveAll(filepath.Join(p.dir, transferDirName)); err != nil {
+			return err
+		}
+		p.stagedOp = ckpt
+	}
+	if err := vfs.MkdirAllSync(p.sh.fs, filepath.Join(p.dir, transferDirName), 0o755); err != nil {
+		return err
+	}
+	flags := vfs.O_RDWR | vfs.O_CREATE
+	if off == 0 {
+		flags |= vfs.O_TRUNC
+	}
+	f, err := p.sh.fs.OpenFile(p.stagePath(id), flags, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, int64(off)); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (p *partition) install(man vsr.Manifest) error {
+	fsys := p.sh.fs
+	if p.stagedOp != man.Op {
+		return fmt.Errorf("%w: nothing staged for checkpoint %d", errArtifact, man.Op)
+	}
+	p.stagedOp = 0
+	ckptBytes, err := vfs.ReadFile(fsys, p.stagePath(artCheckpoint))
+	if err != nil {
+		return err
+	}
+	c, err := decodePartitionCheckpoint(ckptBytes)
+	if err != nil {
+		return err
+	}
+	if c.op != man.Op {
+		return fmt.Errorf("%w: transferred checkpoint file holds op %d, not %d", errCheckpoint, c.op, man.Op)
+	}
+	listBytes, err := vfs.ReadFile(fsys, p.stagePath(artSegList))
+	if err != nil {
+		return err
+	}
+	list, err := decodeSegList(listBytes)
+	if err != nil {
+		return err
+	}
+	for i, e := range list {
+		f, err := fsys.OpenFile(p.stagePath(artSegFirst+uint32(i)), vfs.O_RDWR|vfs.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		size, serr := f.Size()
+		if serr == nil && uint64(size) != e.size {
+			serr = fmt.Errorf("%w: staged segment %d has %d bytes, want %d", errArtifact, e.start, size, e.size)
+		}
+		if serr == nil {
+			serr = f.Datasync()
+		}
+		_ = f.Close()
+		if serr != nil {
+			return serr
+		}
+	}
+	// Replace the storage: segments, checkpoint files and segment lists go;
+	// the journal, superblock, view state and incarnation stay.
+	// Ops below the checkpoint applied here are superseded by it; a queued
+	// segment flush finds nothing pending.
+	p.pending = nil
+	_ = p.seg.Close()
+	entries, err := fsys.ReadDir(p.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".index") || strings.HasPrefix(n, partitionCkptPrefix) ||
+			strings.HasPrefix(n, segListPrefix) {
+			if err := fsys.Remove(filepath.Join(p.dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	for i, e := range list {
+		if err := fsys.Rename(p.stagePath(artSegFirst+uint32(i)), filepath.Join(p.dir, fmt.Sprintf("%020d.log", e.start))); err != nil {
+			return err
+		}
+	}
+	if err := writeFileSync(fsys, filepath.Join(p.dir, ckptName(man.Op)), ckptBytes); err != nil {
+		return err
+	}
+	if err := writeFileSync(fsys, filepath.Join(p.dir, segListName(man.Op)), listBytes); err != nil {
+		return err
+	}
+	if err := writePurgeGen(fsys, p.dir, c.purgeGen); err != nil {
+		return err
+	}
+	if err := fsys.SyncDir(p.dir); err != nil {
+		return err
+	}
+	_ = fsys.RemoveAll(filepath.Join(p.dir, transferDirName))
+	seg, _, err := segment.Open(fsys, p.dir, p.segCfg)
+	if err != nil {
+		return fmt.Errorf("replica: partition %s: reopening transferred segments: %w", p.ns, err)
+	}
+	p.seg = seg
+	if seg.NextOffset() < c.next {
+		return fmt.Errorf("replica: partition %s: transferred segments end at %d, the checkpoint needs %d", p.ns, seg.NextOffset(), c.next)
+	}
+	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
+	p.diskGen = c.purgeGen
+	p.written = seg.NextOffset()
+	p.unsyncedMsgs, p.unsyncedSize, p.avgRecord = 0, 0, 0
+	p.sealedSums, p.segHash = nil, nil
+	p.served = servedPartition{op: man.Op, list: list}
+	st := p.g.sb.State()
+	st.CheckpointOp = man.Op
+	st.Commit = max(st.Commit, man.Op)
+	sum := xxh3.Hash128(ckptBytes)
+	st.CheckpointChecksum.Hi, st.CheckpointChecksum.Lo = sum.Hi, sum.Lo
+	st.OffsetFrontier = max(st.OffsetFrontier, c.next)
+	if err := p.g.sb.Write(st); err != nil {
+		return err
+	}
+	p.publish()
+	p.sh.n.installs.Add(1)
+	p.log.Info("partition installed from a peer's checkpoint", zap.Uint64("op", man.Op), zap.Uint64("next_offset", c.next),
+		zap.Int("segments", len(list)))
+	return nil
+}
