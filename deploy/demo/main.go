@@ -58,6 +58,7 @@ type options struct {
 	wait        time.Duration
 	timeout     time.Duration
 	visibleWait time.Duration
+	requestTime time.Duration
 }
 
 func main() {
@@ -105,7 +106,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	topic := fs.String("topic", env("IGGO_DEMO_TOPIC", "events"), "topic name, created if missing ($IGGO_DEMO_TOPIC)")
 	var o options
 	var partitions, messages, batch, payload int
-	var wait, timeout, visibleWait time.Duration
+	var wait, timeout, visibleWait, requestTime time.Duration
 	intFlag := func(p *int, name, envName string, def int, usage string) error {
 		v, err := strconv.Atoi(env(envName, strconv.Itoa(def)))
 		if err != nil {
@@ -131,6 +132,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		durFlag(&timeout, "timeout", "IGGO_DEMO_TIMEOUT", 2*time.Minute, "time allowed for producing and verifying"),
 		durFlag(&visibleWait, "visible-wait", "IGGO_DEMO_VISIBLE_WAIT", 10*time.Second,
 			"how long an acknowledged write may take to become readable on the connected node"),
+		durFlag(&requestTime, "request-timeout", "IGGO_DEMO_REQUEST_TIMEOUT", time.Minute,
+			"time one request may take, replays while a partition elects a new primary included"),
 	} {
 		if err != nil {
 			return o, err
@@ -158,13 +161,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		return o, fmt.Errorf("--batch must be 1..10000, got %d", batch)
 	case payload < minPayload || payload > 1<<20:
 		return o, fmt.Errorf("--payload-size must be %d..%d, got %d", minPayload, 1<<20, payload)
-	case wait <= 0 || timeout <= 0 || visibleWait <= 0:
-		return o, errors.New("--wait, --timeout and --visible-wait must be positive")
+	case wait <= 0 || timeout <= 0 || visibleWait <= 0 || requestTime <= 0:
+		return o, errors.New("--wait, --timeout, --visible-wait and --request-timeout must be positive")
 	}
 	o.username, o.password = *user, *pass
 	o.stream, o.topic = *stream, *topic
 	o.partitions, o.messages, o.batch, o.payloadSize = uint32(partitions), messages, batch, payload
-	o.wait, o.timeout, o.visibleWait = wait, timeout, visibleWait
+	o.wait, o.timeout, o.visibleWait, o.requestTime = wait, timeout, visibleWait, requestTime
 	return o, nil
 }
 
@@ -257,6 +260,7 @@ func (d *demo) trySetup(ctx context.Context) error {
 	cfg.Addresses = d.o.addresses
 	cfg.Username, cfg.Password = d.o.username, d.o.password
 	cfg.SDKName = "iggo-demo"
+	cfg.RequestTimeout = d.o.requestTime
 	c, err := client.Dial(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect and log in: %w", err)
