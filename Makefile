@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
 .PHONY: all build run test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos \
-	docker-binaries docker-image compose-up compose-demo compose-down
+	docker-binaries docker-image compose-up compose-demo compose-kill compose-down
 
 all: build
 
@@ -138,6 +138,12 @@ compose-up: docker-image
 
 compose-demo:
 	$(COMPOSE_CMD) --profile demo run --rm demo
+
+# Kills one node (NODE, default node-1) the hard way; `make compose-up`
+# starts it again.
+NODE ?= node-1
+compose-kill:
+	$(DOCKER) kill $$($(COMPOSE_CMD) ps -q $(NODE))
 
 compose-down:
 	$(COMPOSE_CMD) --profile demo down -v

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/iggo/iggo/client"
+	"github.com/iggo/iggo/wire"
 )
 
 // Bounds of the smoke test's steps. The whole test stays well under four
@@ -25,6 +26,7 @@ const (
 	healthyTimeout = 2 * time.Minute
 	demoTimeout    = 3 * time.Minute
 	downTimeout    = 2 * time.Minute
+	catchUpTimeout = 90 * time.Second
 )
 
 // composeEnv is one compose project of the smoke test: a unique name,
@@ -85,6 +87,72 @@ func TestComposeCluster(t *testing.T) {
 	// A metadata write with one node down: a new topic.
 	out = e.demo("-e", "IGGO_DEMO_TOPIC=after-kill", "-e", "IGGO_DEMO_MESSAGES=300")
 	mustContain(t, out, `topic "after-kill" created with 3 partitions`, "iggo-demo: OK")
+
+	// node-1 comes back from its volume and catches up on everything
+	// written while it was down: its own view of both topics reaches the
+	// counts the three runs produced (batches of 100 round robin over
+	// three partitions).
+	e.compose(upTimeout, "start", "node-1")
+	e.waitHealthy(nodes)
+	want := map[string][]uint64{"events": {800, 600, 600}, "after-kill": {100, 100, 100}}
+	e.waitPartitionCounts("node-1", "demo", want)
+	e.waitPartitionCounts("node-2", "demo", want)
+}
+
+// waitPartitionCounts waits until service, asked directly through its
+// published port, reports exactly want[topic][p] messages in partition p
+// of each topic.
+func (e *composeEnv) waitPartitionCounts(service, stream string, want map[string][]uint64) {
+	e.t.Helper()
+	addr := e.published(service)
+	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
+	defer cancel()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{addr}
+	cfg.Username, cfg.Password = "iggy", "iggy"
+	// Stay on this node: the roster's addresses are the bridge network's.
+	cfg.MaxRedirects = 0
+	cfg.Reconnect.Enabled = false
+	start := time.Now()
+	var last string
+	for {
+		got, err := partitionCounts(ctx, cfg, stream, want)
+		if err == nil && got == fmt.Sprint(want) {
+			e.t.Logf("%s reports %s after %v", service, got, time.Since(start).Round(100*time.Millisecond))
+			return
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = got
+		}
+		select {
+		case <-ctx.Done():
+			e.t.Fatalf("%s (%s) did not reach the partition counts %v within %v; last: %s", service, addr, want, catchUpTimeout, last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// partitionCounts renders the per-partition message counts of the topics
+// of want, in want's shape.
+func partitionCounts(ctx context.Context, cfg client.Config, stream string, want map[string][]uint64) (string, error) {
+	c, err := client.Dial(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	got := map[string][]uint64{}
+	for topic := range want {
+		td, err := c.GetTopic(ctx, wire.MustNamedID(stream), wire.MustNamedID(topic))
+		if err != nil {
+			return "", fmt.Errorf("get topic %s/%s: %w", stream, topic, err)
+		}
+		for _, p := range td.Partitions {
+			got[topic] = append(got[topic], p.MessagesCount)
+		}
+	}
+	return fmt.Sprint(got), nil
 }
 
 // newComposeEnv checks that Docker and Compose are usable (failing the test
@@ -263,14 +331,21 @@ func (e *composeEnv) waitHealthy(services []string) {
 	}
 }
 
-// pingPublished pings service's client port through its published host
-// port on loopback.
-func (e *composeEnv) pingPublished(service string) {
+// published returns the host address of service's client port.
+func (e *composeEnv) published(service string) string {
 	e.t.Helper()
 	addr := strings.TrimSpace(e.compose(upTimeout, "port", service, "8090"))
 	if !strings.HasPrefix(addr, "127.0.0.1:") {
 		e.t.Fatalf("compose port %s 8090 = %q, want a port on 127.0.0.1", service, addr)
 	}
+	return addr
+}
+
+// pingPublished pings service's client port through its published host
+// port on loopback.
+func (e *composeEnv) pingPublished(service string) {
+	e.t.Helper()
+	addr := e.published(service)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := client.DefaultConfig()
