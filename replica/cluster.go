@@ -6,6 +6,8 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -262,9 +264,34 @@ func (n *Node) clusterBootstrap() error {
 	return nil
 }
 
-// reportUnknownStorage logs partition directories the recovered metadata
-// does not name (cluster mode keeps them).
-func (n *Node) reportUnknownStorage(keep map[string]bool) {
+// rejoining reports whether a partition created by metadata op op must
+// rejoin: on a node started with --fresh, every partition the cluster
+// created before this node caught up may hold ops this node acknowledged
+// before the wipe.
+func (n *Node) rejoining(op uint64) bool {
+	return n.fresh && (n.freshTarget == 0 || op <= n.freshTarget)
+}
+
+// quarantineDir holds partition storage a cluster node's caught-up
+// metadata does not name.
+const quarantineDir = "quarantine"
+
+// quarantineUnknownStorage runs at boot: a partition directory the
+// recovered metadata does not name is kept when its revision (the
+// incarnation file) is above the metadata's revision — the metadata is
+// behind its peers' and will name it once it caught up — and otherwise
+// (a partition deleted or replaced, storage without an incarnation) moved
+// to {path}/quarantine/{stream}-{topic}-{partition}-{unix ns} and logged
+// as an error, never deleted: an operator decides.
+func (n *Node) quarantineUnknownStorage(view *metadata.State) {
+	keep := map[string]bool{}
+	for _, st := range view.Streams() {
+		for _, tp := range st.Topics() {
+			for _, p := range tp.Partitions {
+				keep[partitionDir(n.cfg.Path, st.ID, tp.ID, p.ID)] = true
+			}
+		}
+	}
 	osfs := vfs.NewOS()
 	root := filepath.Join(n.cfg.Path, "streams")
 	streams, _ := osfs.ReadDir(root)
@@ -274,19 +301,30 @@ func (n *Node) reportUnknownStorage(keep map[string]bool) {
 			parts, _ := osfs.ReadDir(filepath.Join(root, s.Name(), "topics", t.Name(), "partitions"))
 			for _, p := range parts {
 				pdir := filepath.Join(root, s.Name(), "topics", t.Name(), "partitions", p.Name())
-				if !keep[pdir] {
-					n.log.Warn("partition storage the recovered metadata does not name is kept until the metadata group catches up",
-						zap.String("dir", pdir))
+				if keep[pdir] {
+					continue
 				}
+				if b, err := vfs.ReadFile(osfs, filepath.Join(pdir, incarnationFile)); err == nil {
+					if rev, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && rev > view.Revision() {
+						n.log.Info("partition storage newer than the recovered metadata is kept (the metadata group catches up from its peers)",
+							zap.String("dir", pdir), zap.Uint64("revision", rev), zap.Uint64("metadata_revision", view.Revision()))
+						continue
+					}
+				}
+				qdir := filepath.Join(n.cfg.Path, quarantineDir)
+				dst := filepath.Join(qdir, fmt.Sprintf("%s-%s-%s-%d", s.Name(), t.Name(), p.Name(), time.Now().UnixNano()))
+				err := vfs.MkdirAllSync(osfs, qdir, 0o755)
+				if err == nil {
+					err = osfs.Rename(pdir, dst)
+				}
+				if err != nil {
+					n.log.Error("partition storage the metadata does not name could not be quarantined", zap.String("dir", pdir), zap.Error(err))
+					continue
+				}
+				_ = osfs.SyncDir(qdir)
+				n.log.Error("partition storage the metadata does not name was quarantined; inspect and remove it",
+					zap.String("dir", pdir), zap.String("moved_to", dst))
 			}
 		}
 	}
-}
-
-// rejoining reports whether a partition created by metadata op op must
-// rejoin: on a node started with --fresh, every partition the cluster
-// created before this node caught up may hold ops this node acknowledged
-// before the wipe.
-func (n *Node) rejoining(op uint64) bool {
-	return n.fresh && (n.freshTarget == 0 || op <= n.freshTarget)
 }

@@ -663,3 +663,58 @@ func TestClusterStateTransfer(t *testing.T) {
 		t.Fatalf("%d checkpoints installed by state transfer, want the metadata's and the partition's", got)
 	}
 }
+
+// TestClusterQuarantinesUnknownStorage restarts a node with partition
+// storage its metadata does not name: storage older than the metadata is
+// moved to quarantine/ (never deleted), storage newer than it is kept for
+// the metadata to catch up with.
+func TestClusterQuarantinesUnknownStorage(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	tc.setupTopic(ctx, c, 1)
+	sendAll(ctx, t, c, 0, 0, 2, 3)
+	// Enough metadata ops for a checkpoint (every 64 ops with the test's
+	// journal), so the restarted node recovers metadata with a revision.
+	for i := 0; i < 70; i++ {
+		if _, err := c.CreateStream(ctx, fmt.Sprintf("extra-%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "node 2 caught up", func() error {
+		if _, err := tc.dial(2).GetStream(ctx, wire.MustNamedID("extra-69")); err != nil {
+			return err
+		}
+		return nil
+	})
+	tc.stop(2)
+	stale := partitionDir(tc.dirs[2], 9, 9, 9)
+	newer := partitionDir(tc.dirs[2], 8, 8, 8)
+	for dir, rev := range map[string]string{stale: "1", newer: "999999"} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, incarnationFile), []byte(rev+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), []byte("data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tc.start(2, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stale partition storage still in place: %v", err)
+	}
+	q, err := filepath.Glob(filepath.Join(tc.dirs[2], quarantineDir, "9-9-9-*", "00000000000000000000.log"))
+	if err != nil || len(q) != 1 {
+		t.Fatalf("quarantined storage: %v %v", q, err)
+	}
+	if _, err := os.Stat(filepath.Join(newer, "00000000000000000000.log")); err != nil {
+		t.Fatalf("storage newer than the metadata was not kept: %v", err)
+	}
+	eventually(t, 30*time.Second, "restarted node", func() error { return checkPartition(ctx, tc.dial(2), 0, 6) })
+}

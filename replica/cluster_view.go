@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"net"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -74,7 +76,9 @@ func (b *roleBoard) remove(group uint64) { b.m.Delete(group) }
 // or primary changed (called by the owning shard after driving the group),
 // and logs role changes.
 func (g *group) publishRole() {
-	if g.r == nil || g.closed {
+	if g.r == nil || g.closed || (g.roleKnown && g.sh.n.replicaCount == 1) {
+		// A single node's roles never change after boot: keep the hot path
+		// free of it.
 		return
 	}
 	info := g.r.Info()
@@ -160,6 +164,7 @@ func (n *Node) GroupRoles() []GroupRole {
 type PeerLink struct {
 	ReplicaID int
 	Name      string
+	// Addr is the peer's replica-plane address (ip:tcp_replica).
 	Addr      string
 	Connected bool
 }
@@ -177,7 +182,7 @@ func (n *Node) PeerLinks() []PeerLink {
 		}
 		addr := ""
 		if m.Ports.TCPReplica != nil {
-			addr = m.IP
+			addr = net.JoinHostPort(m.IP, strconv.Itoa(int(*m.Ports.TCPReplica)))
 		}
 		out = append(out, PeerLink{ReplicaID: m.ReplicaID, Name: m.Name, Addr: addr,
 			Connected: n.plane.Connected(uint8(m.ReplicaID))})

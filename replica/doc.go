@@ -51,11 +51,84 @@
 // the batch for its segment, which the same iteration writes. The socket
 // read, the journal write and the segment write are the only copies.
 //
-// With more than one replica the primary would keep bodies for
-// retransmission, so stamping in place would have to copy the batch first;
-// Options.Transport is the seam for a replica plane (every replica-plane
-// message a group emits goes to Transport.Send; the single-node transport
-// has nowhere to send it).
+// With more than one replica (cluster mode, below) the replica keeps the
+// prepare body for retransmission and repair, and peers verify it against
+// its checksum, so the body must stay exactly as journaled: the owning
+// shard copies a send's batch out of the connection's buffer before it
+// submits it, and Apply stamps a copy. Every replica stamps the same
+// committed batch with the same (partition_id, base_offset, prepare
+// timestamp), so their segments are byte-identical.
+//
+// # Cluster mode
+//
+// cluster.enabled = true runs the node as replica --replica-id of a roster
+// ([[cluster.nodes]]): New refuses an id the roster lacks (config
+// validation refuses duplicate ids, names and endpoints). Every group —
+// metadata and each partition — has one replica per roster member
+// (vsr.Config.ReplicaCount = roster size, Replica = --replica-id), with
+// primaries spread by vsr.PrimaryOffset and timing from the [cluster] keys.
+// The cluster id is plane.ClusterID(cluster.name): prepares, replica-plane
+// frames and every group's superblock carry it, and a node refuses data
+// written under another cluster name or replica id with an error naming
+// the directory.
+//
+// Shard 0 runs the replica plane (package plane): it binds the node's
+// tcp_replica, dials the peers, authenticates them with cluster.auth
+// (refusals are counted and logged, rate-limited, and the node keeps
+// serving) and delivers each inbound frame to the bounded inbox of the
+// shard owning its group (metadata → shard 0, partition →
+// shard.OwningShard); a full inbox drops the frame, which VSR retransmits.
+// Frames for a group this node does not host yet are dropped too; the
+// group appears when the metadata op that creates it applies here. Every
+// node applies every metadata op and opens, purges and deletes its own
+// replicas of the partitions accordingly.
+//
+// A request reaching a node whose replica of the group is a backup in
+// normal status (a client metadata command, a login's Register, the node's
+// own system commands, a send, an offset store or delete, an auto-commit)
+// is forwarded to the primary in a vsr Forward frame and the primary's
+// reply relayed back in a ForwardReply (layouts in package vsr,
+// forward.go); the connection cannot tell. A forward unanswered within
+// cluster.heartbeat_timeout, or refused by a peer that is no longer
+// primary, is answered 58 (TransientNotAccepted), which clients replay.
+// Metadata requests carry the client's session, so a replay is applied at
+// most once; partition requests have no sessions (at-least-once, as in a
+// single node whose reply was lost). Reads (polls, offset reads, get_*)
+// are served by the node the client is connected to, from what it has
+// committed.
+//
+// Each node registers its own system session (client id "iggo:system"
+// with last byte 1 + replica id). On a first boot every node proposes the
+// root user; the first proposal to commit wins, the others are refused
+// with 46 and logged. Consumer-group members are not cleaned up at a
+// cluster node's restart (the metadata does not record which node a member
+// was connected to).
+//
+// Roles: the owning shard publishes each group's view, status and primary
+// whenever they change (cluster_view.go: GroupRoles, MetadataPrimary,
+// PartitionPrimary, PeerLinks) and logs the change.
+//
+// Recovery. A restarted node replays its journals, rejoins the views of
+// its groups and repairs missing or corrupt prepares from its peers (vsr
+// journal repair; a rewritten entry is fdatasync'ed like an append). At
+// boot a cluster node never deletes partition storage its recovered
+// metadata does not name: a directory whose revision (incarnation file) is
+// above the metadata's is kept, since the metadata is behind its peers'
+// and will name it; any other is moved to {path}/quarantine/ and logged as
+// an error. A partition deleted while the node was down is deleted when
+// the metadata op deleting it applies here. A cluster node's shutdown does
+// not wait for its queued system commands (they need a quorum). With --fresh the node's groups rejoin (vsr.Boot.Rejoin: no
+// vote until caught up) — the metadata group, and every partition created
+// by a metadata op at or below the commit point the metadata group learned
+// when it first reached normal status. A replica whose missing ops no
+// peer's journal still holds fetches a peer's latest checkpoint by state
+// transfer (transfer.go, transfer_partition.go): for the metadata group
+// the session table (artifact 0) and the metadata snapshot (1), installed
+// as a new snapshot.bin, after which the shards open and drop partitions
+// to match; for a partition the checkpoint file (1), its segment list (2)
+// and the .log prefix of each listed segment (3, 4, …), installed in
+// place of the partition's segments and checkpoint, indexes rebuilt by
+// segment.Open.
 //
 // # Durability
 //
@@ -91,7 +164,10 @@
 //	    journal/{first_op:020}.wal          partition prepare journal
 //	    {start_offset:020}.log / .index     segments (segment package)
 //	    checkpoint-{op:020}                 partition checkpoint, below
+//	    segments-{op:020}                   cluster mode: its segment list, below
+//	    transfer/artifact-{id}              cluster mode: state transfer staging
 //	    purge.gen                           u64 purge generation ‖ XXH3-64
+//	{path}/quarantine/{s}-{t}-{p}-{unix ns}/ cluster mode: unknown partition storage
 //	{path}/state/log                        Iggy's legacy file, empty
 //	{path}/runtime/current_config.toml      rewritten at every boot
 //	{path}/logs/iggo-server.log             JSON log lines (rotated)
@@ -110,6 +186,14 @@
 // op u64, next offset u64, purge generation u64, consumer offset count u32,
 // then per offset in ascending (kind, id): kind u8 (1 consumer, 2 group),
 // id u32, offset u64; then XXH3-128 of everything before it.
+//
+// # Segment list (segments-{op:020}, cluster mode)
+//
+// Little-endian: magic "IGGOPSEG" (8), version u32 = 1, segment count u32,
+// then per segment, oldest first: start offset u64, size u64 (.log bytes
+// at the checkpoint), XXH3-128 of those bytes (low half first); then
+// XXH3-128 of everything before it. Written with every partition
+// checkpoint of a cluster node, removed with the checkpoint.
 //
 // # Metadata checkpoint (snapshot.bin)
 //

@@ -67,6 +67,8 @@ type metaSM struct {
 // Apply implements vsr.StateMachine.
 func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 	if h.Operation() == vsr.OperationRegister {
+		// A checkpoint may follow this op: the state must name it.
+		m.store.Advance(h.Op())
 		if len(body) == 5 && body[0] == registerUser {
 			uid := binary.LittleEndian.Uint32(body[1:])
 			u := m.store.View().User(uid)
@@ -84,6 +86,7 @@ func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 		// Bodies are built by this node's EncodeOp; one that does not decode
 		// is refused the same way on every replica.
 		m.n.log.Error("metadata prepare does not decode", zap.Uint64("op", h.Op()), zap.Error(err))
+		m.store.Advance(h.Op())
 		return codeReply(uint32(wire.CodeInvalidCommand))
 	}
 	meta.Op = h.Op()

@@ -517,10 +517,8 @@ func (n *Node) bootPartitions() error {
 	if n.clustered() {
 		// A restarted cluster node may recover metadata that is behind its
 		// peers': storage it does not know yet may belong to a partition
-		// the metadata group will tell it about. Never delete it here; a
-		// partition recreated with another revision claims (wipes) its
-		// directory when it opens.
-		n.reportUnknownStorage(keep)
+		// the metadata group will tell it about. Never delete it here.
+		n.quarantineUnknownStorage(view)
 	} else if err := n.removeStaleStorage(keep); err != nil {
 		return err
 	}

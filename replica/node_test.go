@@ -141,3 +141,45 @@ func TestNodeConcurrentClients(t *testing.T) {
 		t.Fatalf("stats after restart: %d messages", st.MessagesCount)
 	}
 }
+
+// TestNodeCheckpointAfterRegister logs in often enough that metadata
+// checkpoints fall on session registrations (ops the metadata state
+// machine does not interpret); the checkpoints must name those ops and a
+// restart must restore them.
+func TestNodeCheckpointAfterRegister(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Path = dir
+	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.Sharding.PinCores = false
+	cfg.Logging.FileEnabled = false
+	cfg.Metadata.JournalSlots = 4 * max(64, cfg.Metadata.PrepareQueueDepth)
+	start := func() *Node {
+		n, err := New(Options{Config: cfg, DefaultRootCredentials: true, Environ: []string{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		return n
+	}
+	n := start()
+	for i := 0; i < 2*cfg.Metadata.JournalSlots/4+5; i++ {
+		c := dial(t, n)
+		_ = c.Close()
+	}
+	if op := n.Store().View().LastApplied(); op < uint64(cfg.Metadata.JournalSlots/2) {
+		t.Fatalf("metadata at op %d after the logins", op)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := start()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := dial(t, n2).Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

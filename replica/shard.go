@@ -191,7 +191,9 @@ func (sh *shardLoop) closeAll() {
 // Pending implements shard.PendingReporter for the shutdown drain.
 func (sh *shardLoop) Pending() int {
 	n := len(sh.outbox)
-	if sh.meta != nil && !sh.meta.systemIdle() {
+	// A cluster node does not wait for its system commands: without a
+	// quorum they would never finish.
+	if sh.meta != nil && !sh.meta.systemIdle() && !sh.n.clustered() {
 		n++
 	}
 	return n

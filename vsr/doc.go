@@ -299,6 +299,11 @@
 // RequestChunk (12) and Chunk (13): 80 u64 nonce; 88 u64 checkpoint op; 96
 // u64 offset; 104 u32 artifact; 108 u32 length; a Chunk's body is the bytes.
 //
+// Forward (14) and ForwardReply (15) are node-to-node messages on the same
+// links (a backup relaying a client request to the primary, and the
+// answer); the replica never emits or consumes them. Their layouts are in
+// forward.go.
+//
 // The durable state record's layout is documented on EncodeState, the
 // session table's on (*clientTable).encode.
 package vsr

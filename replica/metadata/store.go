@@ -34,6 +34,17 @@ func (st *Store) Apply(m Meta, c Command) Result {
 	return r
 }
 
+// Advance records op as applied without changing anything else: for ops
+// the metadata state machine does not interpret (session registrations),
+// so that LastApplied — and a checkpoint taken right after op — names it.
+func (st *Store) Advance(op uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ns := *st.cur.Load()
+	ns.lastApplied = op
+	st.cur.Store(&ns)
+}
+
 // Replace publishes s wholesale (checkpoint load, state transfer).
 func (st *Store) Replace(s *State) {
 	st.mu.Lock()

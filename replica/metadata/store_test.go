@@ -87,3 +87,15 @@ func TestStoreReadersSeeImmutableStates(t *testing.T) {
 		t.Fatal("Replace did not publish")
 	}
 }
+
+func TestStoreAdvance(t *testing.T) {
+	st := NewStore(NewState())
+	before := st.View()
+	st.Advance(7)
+	if got := st.View().LastApplied(); got != 7 {
+		t.Fatalf("LastApplied %d after Advance(7)", got)
+	}
+	if before.LastApplied() != 0 {
+		t.Fatal("Advance modified the published state in place")
+	}
+}
