@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,7 +188,7 @@ func newComposeEnv(t *testing.T, file string) *composeEnv {
 	}
 	tag := fmt.Sprintf("%d%s", os.Getpid(), hex.EncodeToString(rb[:]))
 	e := &composeEnv{t: t, root: root, file: filepath.Join(root, "deploy", file), composeCmd: compose,
-		project: "iggosmoke" + tag, image: "iggo:smoke-" + tag}
+		project: "iggosmoke" + tag}
 	t.Cleanup(e.cleanup)
 	return e
 }
@@ -199,9 +200,6 @@ func (e *composeEnv) cleanup() {
 	}
 	if out, err := e.run(downTimeout, e.composeArgs("--profile", "demo", "down", "-v", "--remove-orphans", "--timeout", "5")); err != nil {
 		e.t.Errorf("compose down -v of %s: %v\n%s", e.project, err, out)
-	}
-	if out, err := e.run(downTimeout, []string{"docker", "image", "rm", "-f", e.image}); err != nil {
-		e.t.Errorf("removing image %s: %v\n%s", e.image, err, out)
 	}
 }
 
@@ -261,14 +259,56 @@ func (e *composeEnv) docker(timeout time.Duration, args ...string) string {
 	return e.mustRun(timeout, append([]string{"docker"}, args...))
 }
 
+// image is the one image the tests of this run share: built by the first
+// test that needs it, removed by TestMain.
+var image struct {
+	once sync.Once
+	tag  string
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if image.tag != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), downTimeout)
+		if out, err := exec.CommandContext(ctx, "docker", "image", "rm", "-f", image.tag).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "removing image %s: %v\n%s", image.tag, err, out)
+			code = 1
+		}
+		cancel()
+	}
+	if image.dir != "" {
+		os.RemoveAll(image.dir)
+	}
+	os.Exit(code)
+}
+
 // buildImage builds the static binaries and the image with the Makefile's
-// own target, into a temporary build context.
+// own target, into a temporary build context, once per test binary.
 func (e *composeEnv) buildImage() {
 	e.t.Helper()
-	start := time.Now()
-	e.mustRun(buildTimeout, []string{"make", "--no-print-directory", "docker-image",
-		"DOCKER_IMAGE=" + e.image, "DOCKER_BUILD_DIR=" + e.t.TempDir()})
-	e.t.Logf("built %s in %v", e.image, time.Since(start).Round(time.Second))
+	image.once.Do(func() {
+		start := time.Now()
+		if image.dir, image.err = os.MkdirTemp("", "iggo-docker-build-"); image.err != nil {
+			return
+		}
+		var rb [4]byte
+		if _, image.err = rand.Read(rb[:]); image.err != nil {
+			return
+		}
+		image.tag = fmt.Sprintf("iggo:smoke-%d%s", os.Getpid(), hex.EncodeToString(rb[:]))
+		argv := []string{"make", "--no-print-directory", "docker-image", "DOCKER_IMAGE=" + image.tag, "DOCKER_BUILD_DIR=" + image.dir}
+		if out, err := e.run(buildTimeout, argv); err != nil {
+			image.err = fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+			return
+		}
+		e.t.Logf("built %s in %v", image.tag, time.Since(start).Round(time.Second))
+	})
+	if image.err != nil {
+		e.t.Fatalf("building the image: %v", image.err)
+	}
+	e.image = image.tag
 }
 
 // up starts the project on a random private /24 in 172.16.0.0/12, trying
