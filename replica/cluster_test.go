@@ -34,6 +34,8 @@ type testCluster struct {
 	repl   []int
 	nodes  []*Node
 	logs   []*zap.Logger
+	// tls runs the replica plane inside TLS (self-signed certificates).
+	tls bool
 }
 
 const testClusterSecret = "0123456789abcdef0123456789abcdef-test"
@@ -83,6 +85,9 @@ func (tc *testCluster) config(i int) *config.Config {
 	cl.HeartbeatTimeout = config.D(2 * time.Second)
 	cl.Auth.Enabled = true
 	cl.Auth.SharedSecret = testClusterSecret
+	if tc.tls {
+		cl.TLS.Enabled, cl.TLS.SelfSigned = true, true
+	}
 	cl.Nodes = nil
 	for j := range tc.dirs {
 		cl.Nodes = append(cl.Nodes, config.ClusterNode{Name: fmt.Sprintf("node-%d", j), IP: "127.0.0.1", ReplicaID: j,
@@ -230,7 +235,14 @@ func segmentBytes(dir string, stream, topic, p uint32) ([]byte, error) {
 // primary) reach every node, which serve them from their own segments, and
 // the segments are byte-identical.
 func TestClusterReplicates(t *testing.T) {
+	for _, tls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", tls), func(t *testing.T) { testClusterReplicates(t, tls) })
+	}
+}
+
+func testClusterReplicates(t *testing.T, tls bool) {
 	tc := newTestCluster(t, 3)
+	tc.tls = tls
 	tc.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
