@@ -318,8 +318,10 @@ func (e *composeEnv) up() {
 	var out string
 	var err error
 	for attempt := 0; attempt < 8; attempt++ {
-		b, _ := rand.Int(rand.Reader, big.NewInt(16*256))
-		e.subnet = fmt.Sprintf("172.%d.%d", 16+b.Int64()/256, b.Int64()%256)
+		// 172.18–28: clear of docker0's usual 172.17.0.0/16 and of the
+		// compose files' defaults (172.29.0, 172.30.0).
+		b, _ := rand.Int(rand.Reader, big.NewInt(11*256))
+		e.subnet = fmt.Sprintf("172.%d.%d", 18+b.Int64()/256, b.Int64()%256)
 		out, err = e.run(upTimeout, e.composeArgs("up", "-d"))
 		if err == nil {
 			e.t.Logf("project %s up on %s.0/24", e.project, e.subnet)
