@@ -126,13 +126,14 @@ docker-binaries:
 docker-image: docker-binaries
 	$(DOCKER) build -t $(DOCKER_IMAGE) -f deploy/Dockerfile $(DOCKER_BUILD_DIR)
 
-# Starts the nodes and waits until every one reports healthy.
+# Starts the nodes and waits until every one (every container with a
+# health check) runs and reports healthy.
 compose-up: docker-image
 	$(COMPOSE_CMD) up -d
 	@for i in $$(seq 1 90); do \
-	  ids=$$($(COMPOSE_CMD) ps -q); \
-	  states=$$($(DOCKER) inspect -f '{{.State.Health.Status}}' $$ids); \
-	  if ! echo "$$states" | grep -qv '^healthy$$'; then echo "all nodes healthy"; exit 0; fi; \
+	  ids=$$($(COMPOSE_CMD) ps -a -q); \
+	  states=$$($(DOCKER) inspect -f '{{if .State.Health}}{{if .State.Running}}{{.State.Health.Status}}{{else}}stopped{{end}}{{end}}' $$ids | grep -v '^$$'); \
+	  if [ -n "$$states" ] && ! echo "$$states" | grep -qv '^healthy$$'; then echo "all nodes healthy"; exit 0; fi; \
 	  sleep 2; \
 	done; $(COMPOSE_CMD) ps; echo "nodes not healthy after 180 s"; exit 1
 
@@ -143,7 +144,7 @@ compose-demo:
 # starts it again.
 NODE ?= node-1
 compose-kill:
-	$(DOCKER) kill $$($(COMPOSE_CMD) ps -q $(NODE))
+	$(DOCKER) kill $$($(COMPOSE_CMD) ps -a -q $(NODE))
 
 compose-down:
 	$(COMPOSE_CMD) --profile demo down -v

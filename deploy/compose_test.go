@@ -337,9 +337,9 @@ func (e *composeEnv) up() {
 
 func (e *composeEnv) containerID(service string) string {
 	e.t.Helper()
-	id := strings.TrimSpace(e.compose(upTimeout, "ps", "-q", service))
+	id := strings.TrimSpace(e.compose(upTimeout, "ps", "-a", "-q", service))
 	if id == "" || strings.Contains(id, "\n") {
-		e.t.Fatalf("compose ps -q %s: %q", service, id)
+		e.t.Fatalf("compose ps -a -q %s: %q", service, id)
 	}
 	return id
 }
