@@ -206,7 +206,37 @@ func (g *group) forwardReplied(m vsr.Message) {
 	delete(g.waiting, tok)
 	t.status = code
 	t.vstatus, t.evict, t.op, t.reply = rp.Status, rp.Eviction, rp.Op, rp.Body
+	if g.id == vsr.MetadataGroup && code == 0 && rp.Status == vsr.StatusOK && rp.Op > g.sh.n.store.View().LastApplied() {
+		// Answer once this node applied the op too: the client's next
+		// request here must see what it just created. Bounded by the
+		// forward deadline.
+		g.held = append(g.held, heldReply{op: rp.Op, deadline: g.ticks + g.sh.n.forwardTimeoutTicks, t: t})
+		return
+	}
 	g.sh.deliverTask(t)
+}
+
+// heldReply is a forwarded metadata reply waiting for the op to apply
+// here.
+type heldReply struct {
+	op, deadline uint64
+	t            *task
+}
+
+// releaseHeld answers held replies whose op applied here (or whose
+// deadline passed).
+func (g *group) releaseHeld() {
+	applied := g.sh.n.store.View().LastApplied()
+	keep := g.held[:0]
+	for _, h := range g.held {
+		if h.op <= applied || g.ticks >= h.deadline || g.closed || g.failed != nil {
+			g.sh.deliverTask(h.t)
+			continue
+		}
+		keep = append(keep, h)
+	}
+	clear(g.held[len(keep):])
+	g.held = keep
 }
 
 // serveForward submits a request a backup forwarded and answers it once
@@ -219,6 +249,12 @@ func (g *group) serveForward(from uint8, m vsr.Message) {
 	t := &task{kind: tkForwarded, onDone: func(t *task) {
 		rp := vsr.Reply{Op: t.op, Status: t.vstatus, Eviction: t.evict, Body: t.reply}
 		n.sendPlane(from, vsr.EncodeForwardReply(n.sender(g.id), origin, rp, t.status))
+		if t.status == 0 && t.vstatus == vsr.StatusOK && !g.closed && g.failed == nil {
+			// Let the backup apply the op now rather than at the next
+			// commit heartbeat.
+			g.r.CommitNow()
+			g.sh.markDirty(g)
+		}
 	}}
 	req.WallClock = max(req.WallClock, nowMicros())
 	g.token++

@@ -730,3 +730,53 @@ func TestClusterQuarantinesUnknownStorage(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "restarted node", func() error { return checkPartition(ctx, tc.dial(2), 0, 6) })
 }
+
+// TestClusterDeleteSegments deletes sealed segments through a node: every
+// replica deletes the same ones (a replicated op), on a persisted topic.
+func TestClusterDeleteSegments(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := wire.Options{}.With("segment_size", wire.Uint64Value(1<<20)).With("durability", wire.StringValue("persisted"))
+	if _, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 1, Name: "t", Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	const batches, per, size = 40, 8, 10 << 10
+	for b := 0; b < batches; b++ {
+		msgs := make([]wire.Message, per)
+		for i := range msgs {
+			pl := make([]byte, size)
+			binary.LittleEndian.PutUint64(pl, uint64(b*per+i))
+			msgs[i] = wire.Message{ID: wire.Uint128{Lo: uint64(b*per + i + 1)}, Payload: pl}
+		}
+		if _, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(1, 0, 1, 2) })
+	segs := func(i int) int {
+		files, _ := filepath.Glob(filepath.Join(partitionDir(tc.dirs[i], 0, 0, 0), "*.log"))
+		return len(files)
+	}
+	before := segs(0)
+	if before < 3 {
+		t.Fatalf("%d segments, want at least 3", before)
+	}
+	if err := tc.dial(2).DeleteSegments(ctx, wire.NumericID(0), wire.NumericID(0), 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range tc.nodes {
+		eventually(t, 30*time.Second, fmt.Sprintf("node %d deleted a segment", i), func() error {
+			if n := segs(i); n != before-1 {
+				return fmt.Errorf("%d segments, want %d", n, before-1)
+			}
+			return nil
+		})
+	}
+	eventually(t, 30*time.Second, "identical segments after the deletion", func() error { return tc.sameSegments(1, 0, 1, 2) })
+}

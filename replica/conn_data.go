@@ -335,5 +335,14 @@ func (c *conn) deleteSegments(h *wire.RequestHeader, body []byte) bool {
 	if c.t.status != 0 {
 		return c.status(h, wire.Code(c.t.status))
 	}
+	// In a cluster the deletion is a replicated op with a reply.
+	if c.t.vstatus != vsr.StatusOK {
+		return c.status(h, wire.Code(c.t.vstatus))
+	}
+	if len(c.t.reply) >= 4 {
+		if code := replyCode(c.t.reply); code != 0 {
+			return c.status(h, wire.Code(code))
+		}
+	}
 	return c.ok(h, nil)
 }

@@ -88,7 +88,12 @@
 // own system commands, a send, an offset store or delete, an auto-commit)
 // is forwarded to the primary in a vsr Forward frame and the primary's
 // reply relayed back in a ForwardReply (layouts in package vsr,
-// forward.go); the connection cannot tell. A forward unanswered within
+// forward.go); the connection cannot tell. The primary then broadcasts
+// its commit point at once (vsr CommitNow) instead of at the next commit
+// heartbeat, and the forwarding node answers a metadata request only once
+// it applied the op itself (at most a forward deadline later), so the
+// client's next request there sees what it just created or joined. A
+// forward unanswered within
 // cluster.heartbeat_timeout, or refused by a peer that is no longer
 // primary, is answered 58 (TransientNotAccepted), which clients replay.
 // Metadata requests carry the client's session, so a replay is applied at
@@ -214,6 +219,8 @@
 //	162 delete offset   [kind u8][id u32]
 //	170 purge           [generation u64]
 //	171 drop group      [group_id u32]
+//	172 delete segments [keep_from u64] (cluster mode: the sealed segments
+//	                    ending at or below keep_from go; a replay deletes nothing more)
 //
 // Replies: send [base_offset u64]; the others [code u32] (0, or 3021 for a
 // delete of an absent offset). An auto-commit never moves an offset back.

@@ -89,6 +89,7 @@ type group struct {
 	// the tick count.
 	fwd   map[uint64]uint64
 	ticks uint64
+	held  []heldReply
 	// The last published role (cluster_view.go).
 	roleKnown   bool
 	roleView    uint32
@@ -452,6 +453,7 @@ func (g *group) fail(err error) {
 		t.failStatus(wireCodeUnavailable)
 		g.sh.deliverTask(t)
 	}
+	g.releaseHeld()
 }
 
 // drop closes the group's files and answers every waiting request with
@@ -463,5 +465,6 @@ func (g *group) drop(code uint32) {
 		g.sh.deliverTask(t)
 	}
 	g.closed = true
+	g.releaseHeld()
 	g.closeFiles()
 }

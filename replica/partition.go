@@ -34,6 +34,7 @@ const (
 	opDeleteOffset      = uint8(wire.OpDeleteConsumerOffset)
 	opPurgePartition    = uint8(170)
 	opDropGroupOffsets  = uint8(171)
+	opDeleteSegments    = uint8(172)
 	offsetFlagAuto      = 1
 	offsetOpSize        = 14
 	deleteOffsetOpSize  = 5
@@ -286,6 +287,28 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 		return codeReply(0)
 	case opDropGroupOffsets:
 		delete(p.offsets, offsetKey{kind: wire.ConsumerKindGroup, id: binary.LittleEndian.Uint32(body)})
+		return codeReply(0)
+	case opDeleteSegments:
+		if len(body) != 8 {
+			panic(fmt.Sprintf("replica: partition %s op %d: delete-segments body of %d bytes", p.ns, h.Op(), len(body)))
+		}
+		keep := binary.LittleEndian.Uint64(body)
+		p.flushSegments()
+		n := 0
+		for _, si := range p.seg.Segments() {
+			if !si.Sealed || si.NextOffset > keep {
+				break
+			}
+			n++
+		}
+		if n > 0 {
+			if _, err := p.seg.DeleteOldestSegments(n); err != nil {
+				p.log.Error("delete segments failed", zap.Error(err))
+				return codeReply(uint32(wire.CodeError))
+			}
+			p.sealedSums, p.segHash = nil, nil
+		}
+		p.publish()
 		return codeReply(0)
 	}
 	panic(fmt.Sprintf("replica: partition %s: unknown operation %d at op %d", p.ns, h.Operation(), h.Op()))
@@ -684,6 +707,13 @@ func (p *partition) handle(t *task) {
 		}
 		p.sh.deliverTask(t)
 	case tkDeleteSegments:
+		if p.sh.n.replicaCount > 1 {
+			// Every replica deletes the same segments: the op names the
+			// first offset to keep, so replaying it deletes nothing more.
+			p.g.submit(t, vsr.Request{Operation: opDeleteSegments, User: t.user, WallClock: nowMicros(),
+				Body: u64Bytes(p.keepFrom(int(t.count)))})
+			return
+		}
 		p.flushSegments()
 		if _, err := p.seg.DeleteOldestSegments(int(t.count)); err != nil {
 			p.log.Error("delete segments failed", zap.Error(err))
@@ -694,6 +724,23 @@ func (p *partition) handle(t *task) {
 	default:
 		panic(fmt.Sprintf("replica: partition task of kind %d", t.kind))
 	}
+}
+
+// keepFrom is the first offset kept when the oldest n sealed segments are
+// deleted.
+func (p *partition) keepFrom(n int) uint64 {
+	segs := p.seg.Segments()
+	sealed := 0
+	for _, si := range segs {
+		if si.Sealed {
+			sealed++
+		}
+	}
+	n = min(max(n, 0), sealed)
+	if n == 0 {
+		return p.seg.FirstOffset()
+	}
+	return segs[n-1].NextOffset
 }
 
 func encodeOffsetOp(k offsetKey, offset uint64, auto bool) []byte {

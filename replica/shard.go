@@ -270,6 +270,9 @@ func (sh *shardLoop) drive() {
 					}
 				}
 				g.publishRole()
+				if len(g.held) > 0 {
+					g.releaseHeld()
+				}
 			}
 		}
 		if len(sh.syncGroups) > 0 {
@@ -425,6 +428,9 @@ func (sh *shardLoop) tick(n uint64) {
 		g.ticks += n
 		if len(g.fwd) > 0 {
 			g.expireForwards()
+		}
+		if len(g.held) > 0 {
+			g.releaseHeld()
 		}
 		sh.markDirty(g)
 	}

@@ -57,3 +57,38 @@ func TestClusterNormalOperation(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitNow: a backup learns a commit from CommitNow without waiting
+// for the next commit heartbeat; on a backup CommitNow does nothing.
+func TestCommitNow(t *testing.T) {
+	c := vsrtest.NewCluster(3, clusterConfig(3))
+	bootAll(t, c)
+	c.Settle(10)
+	p := c.Primary()
+	if p < 0 {
+		t.Fatal("no primary")
+	}
+	c.Nodes[p].Submit(vsr.Request{Token: 1, Operation: vsrtest.OpPut, WallClock: 1, Body: vsrtest.EncodePut(1, 1)})
+	c.Deliver(nil, 1<<20) // no ticks: no heartbeat
+	if got := len(c.Nodes[p].TakeReplies()); got != 1 {
+		t.Fatalf("%d replies", got)
+	}
+	backup := (p + 1) % 3
+	if inf := c.Nodes[backup].R.Info(); inf.CommitMin != 0 {
+		t.Fatalf("backup applied op %d before any commit message", inf.CommitMin)
+	}
+	c.Nodes[backup].R.CommitNow()
+	c.Nodes[backup].Drain()
+	c.Collect()
+	if len(c.Queue) != 0 {
+		t.Fatalf("CommitNow on a backup sent %d messages", len(c.Queue))
+	}
+	c.Nodes[p].R.CommitNow()
+	c.Nodes[p].Drain()
+	c.Deliver(nil, 1<<20)
+	for i, n := range c.Nodes {
+		if inf := n.R.Info(); inf.CommitMin != 1 {
+			t.Fatalf("replica %d applied op %d after CommitNow", i, inf.CommitMin)
+		}
+	}
+}

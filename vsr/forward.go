@@ -124,3 +124,17 @@ func ForwardedReply(m Message) (token uint64, rp Reply, code uint32) {
 		Primary: h[offFwdReplyPrimary], Body: m.Body}
 	return h.u64(offFwdToken), rp, h.u32(offFwdReplyCode)
 }
+
+// CommitNow broadcasts the primary's commit point at once instead of at the
+// next CommitBroadcastInterval. The node calls it after answering a request
+// a backup forwarded, so that backup learns the commit (and can answer its
+// client from state that includes the op) without waiting for the next
+// heartbeat. An extra Commit is an ordinary heartbeat to its receivers. It
+// does nothing unless this replica is a settled primary of a group with
+// backups.
+func (r *Replica) CommitNow() {
+	if r.stopped != nil || r.solo() || r.status != statusNormal || !r.isPrimary() || r.abdicated || !r.viewSettled() {
+		return
+	}
+	r.broadcast(r.commitMessage())
+}
