@@ -206,18 +206,17 @@ func (g *group) forwardReplied(m vsr.Message) {
 	delete(g.waiting, tok)
 	t.status = code
 	t.vstatus, t.evict, t.op, t.reply = rp.Status, rp.Eviction, rp.Op, rp.Body
-	if g.id == vsr.MetadataGroup && code == 0 && rp.Status == vsr.StatusOK && rp.Op > g.sh.n.store.View().LastApplied() {
+	if code == 0 && rp.Status == vsr.StatusOK && rp.Op > g.sm.appliedOp() {
 		// Answer once this node applied the op too: the client's next
-		// request here must see what it just created. Bounded by the
-		// forward deadline.
+		// request here must see what it just created or sent. Bounded by
+		// the forward deadline.
 		g.held = append(g.held, heldReply{op: rp.Op, deadline: g.ticks + g.sh.n.forwardTimeoutTicks, t: t})
 		return
 	}
 	g.sh.deliverTask(t)
 }
 
-// heldReply is a forwarded metadata reply waiting for the op to apply
-// here.
+// heldReply is a forwarded reply waiting for its op to apply here.
 type heldReply struct {
 	op, deadline uint64
 	t            *task
@@ -226,7 +225,7 @@ type heldReply struct {
 // releaseHeld answers held replies whose op applied here (or whose
 // deadline passed).
 func (g *group) releaseHeld() {
-	applied := g.sh.n.store.View().LastApplied()
+	applied := g.sm.appliedOp()
 	keep := g.held[:0]
 	for _, h := range g.held {
 		if h.op <= applied || g.ticks >= h.deadline || g.closed || g.failed != nil {

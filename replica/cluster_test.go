@@ -115,11 +115,14 @@ func (tc *testCluster) start(i int, fresh bool) error {
 	return nil
 }
 
-func (tc *testCluster) startAll() {
+func (tc *testCluster) startAll() { tc.startAllWith(false) }
+
+// startAllWith starts every node at once, all with --fresh or none.
+func (tc *testCluster) startAllWith(fresh bool) {
 	tc.t.Helper()
 	errs := make(chan error, len(tc.nodes))
 	for i := range tc.nodes {
-		go func() { errs <- tc.start(i, false) }()
+		go func() { errs <- tc.start(i, fresh) }()
 	}
 	for range tc.nodes {
 		if err := <-errs; err != nil {
@@ -274,6 +277,13 @@ func testClusterReplicates(t *testing.T, tls bool) {
 			}
 		}
 	}
+	// Read your writes: the node that took a partition's last send serves
+	// every message of it at once, even where it is a backup.
+	for p := uint32(0); p < parts; p++ {
+		if err := checkPartition(ctx, clients[(int(p)+batches-1)%3], p, batches*per); err != nil {
+			t.Fatalf("right after the last send: %v", err)
+		}
+	}
 	for i, c := range clients {
 		for p := uint32(0); p < parts; p++ {
 			eventually(t, 30*time.Second, fmt.Sprintf("node %d partition %d", i, p), func() error {
@@ -407,9 +417,10 @@ func TestClusterFailover(t *testing.T) {
 				return checkPartition(ctx, cl, p, 8*per)
 			})
 		}
-		if _, err := cl.GetStream(ctx, wire.MustNamedID("after-failover")); err != nil {
-			t.Fatalf("node %d: %v", survivors[k], err)
-		}
+		eventually(t, 30*time.Second, fmt.Sprintf("node %d: the stream created after the failover", survivors[k]), func() error {
+			_, err := cl.GetStream(ctx, wire.MustNamedID("after-failover"))
+			return err
+		})
 	}
 	// The stopped node comes back, catches up from its peers and holds the
 	// same segments.
@@ -433,7 +444,9 @@ func TestClusterFailover(t *testing.T) {
 // its peers.
 func TestClusterFreshRejoin(t *testing.T) {
 	tc := newTestCluster(t, 3)
-	tc.startAll()
+	// A new cluster may start with --fresh everywhere: empty directories
+	// mean new nodes, not rejoining ones.
+	tc.startAllWith(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := tc.dial(0)
@@ -779,4 +792,39 @@ func TestClusterDeleteSegments(t *testing.T) {
 		})
 	}
 	eventually(t, 30*time.Second, "identical segments after the deletion", func() error { return tc.sameSegments(1, 0, 1, 2) })
+}
+
+// TestClusterFullRestart stops every node and starts them again: the
+// groups elect primaries again, every node holds its data, and writes
+// resume.
+func TestClusterFullRestart(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := tc.dial(1)
+	const parts, per = 2, 4
+	tc.setupTopic(ctx, c, parts)
+	for p := uint32(0); p < parts; p++ {
+		sendAll(ctx, t, c, p, 0, 5, per)
+	}
+	for i := range tc.nodes {
+		tc.stop(i)
+	}
+	tc.startAll()
+	for i := range tc.nodes {
+		ci := tc.dial(i)
+		for p := uint32(0); p < parts; p++ {
+			sendAll(ctx, t, ci, p, 5+i, 6+i, per)
+		}
+	}
+	for i := range tc.nodes {
+		ci := tc.dial(i)
+		for p := uint32(0); p < parts; p++ {
+			eventually(t, 60*time.Second, fmt.Sprintf("node %d partition %d", i, p), func() error {
+				return checkPartition(ctx, ci, p, 8*per)
+			})
+		}
+	}
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
 }

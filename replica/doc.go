@@ -90,9 +90,10 @@
 // reply relayed back in a ForwardReply (layouts in package vsr,
 // forward.go); the connection cannot tell. The primary then broadcasts
 // its commit point at once (vsr CommitNow) instead of at the next commit
-// heartbeat, and the forwarding node answers a metadata request only once
-// it applied the op itself (at most a forward deadline later), so the
-// client's next request there sees what it just created or joined. A
+// heartbeat (it does so after every committed metadata op, forwarded or
+// not, so every node's metadata view follows closely), and the forwarding node answers only once it applied the op
+// itself (at most a forward deadline later), so the client's next request
+// there sees what it just created, joined or sent. A
 // forward unanswered within
 // cluster.heartbeat_timeout, or refused by a peer that is no longer
 // primary, is answered 58 (TransientNotAccepted), which clients replay.
@@ -122,18 +123,21 @@
 // and will name it; any other is moved to {path}/quarantine/ and logged as
 // an error. A partition deleted while the node was down is deleted when
 // the metadata op deleting it applies here. A cluster node's shutdown does
-// not wait for its queued system commands (they need a quorum). With --fresh the node's groups rejoin (vsr.Boot.Rejoin: no
-// vote until caught up) — the metadata group, and every partition created
-// by a metadata op at or below the commit point the metadata group learned
-// when it first reached normal status. A replica whose missing ops no
-// peer's journal still holds fetches a peer's latest checkpoint by state
-// transfer (transfer.go, transfer_partition.go): for the metadata group
-// the session table (artifact 0) and the metadata snapshot (1), installed
-// as a new snapshot.bin, after which the shards open and drop partitions
-// to match; for a partition the checkpoint file (1), its segment list (2)
-// and the .log prefix of each listed segment (3, 4, …), installed in
-// place of the partition's segments and checkpoint, indexes rebuilt by
-// segment.Open.
+// not wait for its queued system commands (they need a quorum).
+//
+// With --fresh on a directory that held cluster data the node's groups
+// rejoin (vsr.Boot.Rejoin: no vote until caught up): the metadata group,
+// and every partition created by a metadata op at or below the commit
+// point the metadata group learned when it first reached normal status.
+// An empty directory is a new node (a new cluster may start with --fresh
+// everywhere). A replica whose missing ops no peer's journal still holds
+// fetches a peer's latest checkpoint by state transfer (transfer.go,
+// transfer_partition.go): for the metadata group the session table
+// (artifact 0) and the metadata snapshot (1), installed as a new
+// snapshot.bin, after which the shards open and drop partitions to match;
+// for a partition the checkpoint file (1), its segment list (2) and the
+// .log prefix of each listed segment (3, 4, …), installed in place of the
+// partition's segments and checkpoint, indexes rebuilt by segment.Open.
 //
 // # Durability
 //

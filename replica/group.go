@@ -33,6 +33,8 @@ type groupSM interface {
 	readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error)
 	writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error
 	install(m vsr.Manifest) error
+	// appliedOp is the last op applied to the state machine.
+	appliedOp() uint64
 }
 
 // groupSpec describes a group to open.
@@ -90,6 +92,9 @@ type group struct {
 	fwd   map[uint64]uint64
 	ticks uint64
 	held  []heldReply
+	// commitNow asks for an immediate commit broadcast once the current
+	// Ready is done (vsr CommitNow).
+	commitNow bool
 	// The last published role (cluster_view.go).
 	roleKnown   bool
 	roleView    uint32
@@ -435,6 +440,11 @@ func (g *group) complete(rp *vsr.Reply) {
 	t.evict = rp.Eviction
 	t.op = rp.Op
 	t.reply = rp.Body
+	if rp.Op != 0 && g.id == vsr.MetadataGroup && g.sh.n.replicaCount > 1 {
+		// Metadata changes are rare and every node serves reads of them:
+		// tell the backups now, not at the next commit heartbeat.
+		g.commitNow = true
+	}
 	g.sh.deliverTask(t)
 }
 

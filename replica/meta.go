@@ -124,6 +124,8 @@ func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 
 func (m *metaSM) syncAppend(*vsr.Header) bool { return true }
 
+func (m *metaSM) appliedOp() uint64 { return m.store.View().LastApplied() }
+
 // Metadata checkpoint: metadata/snapshot.bin (journal.WriteSnapshot: the
 // data below plus a trailer with the op and its checksum). The data is
 //

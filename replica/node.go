@@ -205,7 +205,11 @@ func (n *Node) Start() error {
 	cfg := n.cfg
 	osfs := vfs.NewOS()
 	if n.opts.Fresh {
-		n.fresh = n.clustered()
+		// Only a node that held cluster data may have acknowledged ops its
+		// peers count on; a first start with --fresh on an empty directory
+		// is simply a new node (a whole new cluster may start that way).
+		_, err := osfs.Stat(filepath.Join(cfg.Path, "metadata", "superblock"))
+		n.fresh = n.clustered() && err == nil
 		n.log.Warn("--fresh: wiping the data directory", zap.String("path", cfg.Path))
 		if err := osfs.RemoveAll(cfg.Path); err != nil {
 			return fmt.Errorf("replica: wiping %s: %w", cfg.Path, err)

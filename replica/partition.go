@@ -82,6 +82,7 @@ type partition struct {
 	flushMessages    uint32
 	flushBytes       uint64
 
+	applied  uint64 // last op applied
 	next     uint64 // offset the next applied batch gets
 	written  uint64 // offset after the last record handed to the segment log
 	purgeGen uint64 // applied purge generation
@@ -237,8 +238,11 @@ func (p *partition) syncAppend(h *vsr.Header) bool {
 	return p.offsetDurability == metadata.DurabilityPersisted
 }
 
+func (p *partition) appliedOp() uint64 { return p.applied }
+
 // Apply implements vsr.StateMachine.
 func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
+	p.applied = h.Op()
 	switch h.Operation() {
 	case opSend:
 		return p.applySend(h, body)
@@ -599,6 +603,7 @@ func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
 			p.ns, p.seg.NextOffset(), op, c.next)
 	}
 	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
+	p.applied = op
 	m := &vsr.Manifest{Op: op, Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(b)), Checksum: vsrChecksum(c.sum)}}}
 	if p.sh.n.replicaCount > 1 {
 		p.restoreSegments(op, m)

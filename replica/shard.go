@@ -269,6 +269,14 @@ func (sh *shardLoop) drive() {
 						break
 					}
 				}
+				if g.commitNow && g.failed == nil {
+					g.commitNow = false
+					g.r.CommitNow()
+					for g.r.HasReady() && g.failed == nil {
+						progress = true
+						g.process(g.r.Ready())
+					}
+				}
 				g.publishRole()
 				if len(g.held) > 0 {
 					g.releaseHeld()

@@ -378,6 +378,7 @@ func (p *partition) install(man vsr.Manifest) error {
 		return fmt.Errorf("replica: partition %s: transferred segments end at %d, the checkpoint needs %d", p.ns, seg.NextOffset(), c.next)
 	}
 	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
+	p.applied = man.Op
 	p.diskGen = c.purgeGen
 	p.written = seg.NextOffset()
 	p.unsyncedMsgs, p.unsyncedSize, p.avgRecord = 0, 0, 0
