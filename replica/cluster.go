@@ -346,20 +346,31 @@ func (n *Node) quarantineUnknownStorage(view *metadata.State) {
 						continue
 					}
 				}
-				qdir := filepath.Join(n.cfg.Path, quarantineDir)
-				dst := filepath.Join(qdir, fmt.Sprintf("%s-%s-%s-%d", s.Name(), t.Name(), p.Name(), time.Now().UnixNano()))
-				err := vfs.MkdirAllSync(osfs, qdir, 0o755)
-				if err == nil {
-					err = osfs.Rename(pdir, dst)
-				}
+				dst, err := n.quarantine(osfs, pdir, fmt.Sprintf("%s-%s-%s", s.Name(), t.Name(), p.Name()))
 				if err != nil {
 					n.log.Error("partition storage the metadata does not name could not be quarantined", zap.String("dir", pdir), zap.Error(err))
 					continue
 				}
-				_ = osfs.SyncDir(qdir)
 				n.log.Error("partition storage the metadata does not name was quarantined; inspect and remove it",
 					zap.String("dir", pdir), zap.String("moved_to", dst))
 			}
 		}
 	}
+}
+
+// quarantine moves dir to {path}/quarantine/{label}-{unix ns} and returns
+// where it went.
+func (n *Node) quarantine(fsys vfs.FS, dir, label string) (string, error) {
+	qdir := filepath.Join(n.cfg.Path, quarantineDir)
+	dst := filepath.Join(qdir, fmt.Sprintf("%s-%d", label, time.Now().UnixNano()))
+	if err := vfs.MkdirAllSync(fsys, qdir, 0o755); err != nil {
+		return "", err
+	}
+	if err := fsys.Rename(dir, dst); err != nil {
+		return "", err
+	}
+	if err := fsys.SyncDir(qdir); err != nil {
+		return "", err
+	}
+	return dst, fsys.SyncDir(filepath.Dir(dir))
 }

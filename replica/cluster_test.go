@@ -828,3 +828,103 @@ func TestClusterFullRestart(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
 }
+
+// TestClusterRefillsDamagedPartition removes a sealed segment from a
+// stopped node (a hole in its log): in a cluster the node boots anyway,
+// quarantines the damaged partition and refills it from its peers.
+func TestClusterRefillsDamagedPartition(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := wire.Options{}.With("segment_size", wire.Uint64Value(1<<20))
+	if _, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 1, Name: "t", Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	const batches, per, size = 40, 8, 10 << 10
+	send := func(from, to int) {
+		for b := from; b < to; b++ {
+			msgs := make([]wire.Message, per)
+			for i := range msgs {
+				pl := make([]byte, size)
+				binary.LittleEndian.PutUint64(pl, uint64(b*per+i))
+				msgs[i] = wire.Message{ID: wire.Uint128{Lo: uint64(b*per + i + 1)}, Payload: pl}
+			}
+			if _, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), msgs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(0, batches)
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(1, 0, 1, 2) })
+	const victim = 2
+	tc.stop(victim)
+	logs, _ := filepath.Glob(filepath.Join(partitionDir(tc.dirs[victim], 0, 0, 0), "*.log"))
+	if len(logs) < 3 {
+		t.Fatalf("%d segments, want at least 3", len(logs))
+	}
+	if err := os.Remove(logs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.start(victim, false); err != nil {
+		t.Fatalf("a cluster node refused to boot over a damaged partition: %v", err)
+	}
+	// The partition opens once the node's metadata caught up.
+	eventually(t, 30*time.Second, "damaged partition quarantined", func() error {
+		if q, _ := filepath.Glob(filepath.Join(tc.dirs[victim], quarantineDir, "0-0-0-*")); len(q) != 1 {
+			return fmt.Errorf("quarantined partitions: %v", q)
+		}
+		return nil
+	})
+	send(batches, batches+2)
+	back := tc.dial(victim)
+	eventually(t, 60*time.Second, "refilled partition", func() error { return checkPartition(ctx, back, 0, (batches+2)*per) })
+	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(1, 0, 1, 2) })
+}
+
+// TestClusterLoginWaitsForQuorum logs in to the first node of a new
+// cluster before its peers run: the login is replayed (58), not refused
+// as bad credentials, and succeeds once a quorum created root.
+func TestClusterLoginWaitsForQuorum(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	if err := tc.start(0, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{tc.nodes[0].Addr()}
+	cfg.Username, cfg.Password = DefaultRootUsername, DefaultRootPassword
+	cfg.HeartbeatInterval = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type result struct {
+		c   *client.Client
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := client.Dial(ctx, cfg)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("login finished without a quorum: %v", r.err)
+	case <-time.After(time.Second):
+	}
+	for i := 1; i < 3; i++ {
+		if err := tc.start(i, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("login once the cluster formed: %v", r.err)
+	}
+	defer r.c.Close()
+	if err := r.c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

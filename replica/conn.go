@@ -322,6 +322,13 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 		return c.evict(h, wire.EvictMalformedLogin)
 	}
 	view := c.n.store.View()
+	if c.n.clustered() && !view.Bootstrapped() {
+		// No metadata quorum has created root yet, or this node's
+		// metadata is still catching up after a restart: the client
+		// replays the login rather than being told its credentials are
+		// wrong.
+		return c.reject(h, wire.CodeTransientNotAccepted)
+	}
 	var u *metadata.User
 	var code wire.Code
 	if reg.Password != nil {

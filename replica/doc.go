@@ -103,6 +103,10 @@
 // are served by the node the client is connected to, from what it has
 // committed.
 //
+// A login reaching a node whose metadata is not bootstrapped (no quorum
+// has created root yet, or the node's metadata is still catching up after
+// a restart) is answered 58, which clients replay, not InvalidCredentials.
+//
 // Each node registers its own system session (client id "iggo:system"
 // with last byte 1 + replica id). On a first boot every node proposes the
 // root user; the first proposal to commit wins, the others are refused
@@ -123,7 +127,12 @@
 // and will name it; any other is moved to {path}/quarantine/ and logged as
 // an error. A partition deleted while the node was down is deleted when
 // the metadata op deleting it applies here. A cluster node's shutdown does
-// not wait for its queued system commands (they need a quorum).
+// not wait for its queued system commands (they need a quorum). A
+// partition whose files are damaged (segment corruption or holes, segments
+// below the checkpointed offset frontier, a bad checkpoint file or
+// superblock) is quarantined the same way and reopened empty as a
+// rejoining replica, which journal repair or state transfer refills; a
+// single node refuses to open it instead, having no other copy.
 //
 // With --fresh on a directory that held cluster data the node's groups
 // rejoin (vsr.Boot.Rejoin: no vote until caught up): the metadata group,

@@ -132,6 +132,36 @@ const incarnationFile = "incarnation"
 // openPartition opens (creating when new) a partition's storage and
 // consensus group on this shard and replays its journal.
 func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
+	p, err := sh.openPartitionOnce(spec)
+	if err == nil || sh.n.replicaCount == 1 || !storageDamaged(err) {
+		return p, err
+	}
+	// In a cluster the peers hold the partition: set the damaged storage
+	// aside and rejoin with an empty replica, which does not vote until
+	// journal repair or state transfer refilled it. A single node refuses
+	// to open instead (there is no other copy).
+	dir := partitionDir(sh.n.cfg.Path, spec.stream, spec.topic, spec.id)
+	moved, qerr := sh.n.quarantine(sh.fs, dir, fmt.Sprintf("%d-%d-%d", spec.stream, spec.topic, spec.id))
+	if qerr != nil {
+		return nil, errors.Join(err, qerr)
+	}
+	sh.log.Error("partition storage damaged: quarantined, the partition is refilled from its peers",
+		zap.String("dir", dir), zap.String("moved_to", moved), zap.Error(err))
+	spec.rejoin = true
+	return sh.openPartitionOnce(spec)
+}
+
+// errStorageFrontier: the segments end below what a checkpoint recorded.
+var errStorageFrontier = errors.New("replica: segments below the checkpointed offset frontier")
+
+// storageDamaged reports whether a partition failed to open because its
+// files are damaged (rather than, say, a full disk).
+func storageDamaged(err error) bool {
+	return errors.Is(err, segment.ErrCorrupt) || errors.Is(err, errStorageFrontier) || errors.Is(err, errCheckpoint) ||
+		errors.Is(err, superblock.ErrCorrupt)
+}
+
+func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
 	ns := shard.MustNamespace(spec.stream, spec.topic, spec.id)
 	dir := partitionDir(sh.n.cfg.Path, spec.stream, spec.topic, spec.id)
 	p := &partition{sh: sh, ns: ns, stream: spec.stream, topic: spec.topic, id: spec.id, revision: spec.revision,
@@ -183,8 +213,8 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 	if sbf := g.sb.State().OffsetFrontier; seg.NextOffset() < sbf {
 		g.closeFiles()
 		_ = seg.Close()
-		return nil, fmt.Errorf("replica: partition %s: segments end at offset %d below the checkpointed frontier %d: refusing to reuse offsets",
-			ns, seg.NextOffset(), sbf)
+		return nil, fmt.Errorf("replica: partition %s: segments end at offset %d below the checkpointed frontier %d: refusing to reuse offsets: %w",
+			ns, seg.NextOffset(), sbf, errStorageFrontier)
 	}
 	sh.groups[g.id] = g
 	sh.parts[ns] = p
@@ -599,8 +629,8 @@ func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: file names op %d, holds op %d", errCheckpoint, op, c.op)
 	}
 	if p.seg.NextOffset() < c.next {
-		return nil, nil, fmt.Errorf("replica: partition %s: segments end at offset %d, checkpoint %d needs %d",
-			p.ns, p.seg.NextOffset(), op, c.next)
+		return nil, nil, fmt.Errorf("replica: partition %s: segments end at offset %d, checkpoint %d needs %d: %w",
+			p.ns, p.seg.NextOffset(), op, c.next, errStorageFrontier)
 	}
 	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
 	p.applied = op
