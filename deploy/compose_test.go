@@ -40,6 +40,7 @@ type composeEnv struct {
 	project    string
 	image      string
 	subnet     string // first three octets
+	ids        map[string]string
 }
 
 func TestComposeSingleNode(t *testing.T) {
@@ -335,12 +336,21 @@ func (e *composeEnv) up() {
 	e.t.Fatalf("compose up: %v\n%s", err, out)
 }
 
+// containerID returns service's container, looked up once: kill and start
+// keep a container's id, and nothing in these tests recreates one.
 func (e *composeEnv) containerID(service string) string {
 	e.t.Helper()
+	if id, ok := e.ids[service]; ok {
+		return id
+	}
 	id := strings.TrimSpace(e.compose(upTimeout, "ps", "-a", "-q", service))
 	if id == "" || strings.Contains(id, "\n") {
 		e.t.Fatalf("compose ps -a -q %s: %q", service, id)
 	}
+	if e.ids == nil {
+		e.ids = map[string]string{}
+	}
+	e.ids[service] = id
 	return id
 }
 
@@ -351,9 +361,18 @@ func (e *composeEnv) waitHealthy(services []string) {
 	deadline := time.Now().Add(healthyTimeout)
 	start := time.Now()
 	for {
+		ids := make([]string, len(services))
+		for i, s := range services {
+			ids[i] = e.containerID(s)
+		}
+		states := strings.Split(strings.TrimSpace(e.docker(30*time.Second,
+			append([]string{"inspect", "-f", "{{.State.Status}} {{.State.Health.Status}}"}, ids...)...)), "\n")
+		if len(states) != len(services) {
+			e.t.Fatalf("docker inspect of %v returned %d states: %q", services, len(states), states)
+		}
 		var pending []string
-		for _, s := range services {
-			state := strings.TrimSpace(e.docker(30*time.Second, "inspect", "-f", "{{.State.Status}} {{.State.Health.Status}}", e.containerID(s)))
+		for i, s := range services {
+			state := strings.TrimSpace(states[i])
 			switch {
 			case state == "running healthy":
 			case strings.HasPrefix(state, "exited") || strings.HasPrefix(state, "dead"):
