@@ -618,6 +618,13 @@ func (r *Replica) truncateAbove(keep uint64) {
 			r.durableHead = keep
 		}
 		if keep < r.journalFloor {
+			// The journal is empty now and its head is keep (the
+			// checkpoint, the floor being at most one above it): remember
+			// keep's identity, which no slot holds and a later checkpoint
+			// would no longer give, for as long as it is the durable head.
+			if id, ok := r.identityOf(keep); ok {
+				r.baseOp, r.baseID = keep, id
+			}
 			r.journalFloor = 0
 		}
 	}
