@@ -5,8 +5,11 @@
 // unsynced writes, tears them, corrupts sectors and fails reads; clients with
 // sessions and retries. Every tick it checks safety (committed prefixes agree,
 // the hash chain holds, views and commits never go backwards, at-most-once
-// execution, acknowledged writes stay committed, timestamps increase); at the
-// end it checks the client history for linearizability (porcupine) and, after
+// execution, acknowledged writes stay committed, timestamps increase) and the
+// durability contract on what replicas send and write (no message of a view
+// before the view is durable, no acknowledgement before the op is, no nack of
+// an op the sender acknowledged in that log_view, no journal truncate by a
+// fenced replica before its fence is durable); at the end it checks the client history for linearizability (porcupine) and, after
 // healing every fault, that the cluster finishes all outstanding requests
 // within a bound.
 //
