@@ -57,11 +57,11 @@
 //     writes it with its superblock's redundancy and reports StateDone. The
 //     replica holds back every replica-plane message and every journal
 //     operation that depends on it — in particular no message of a view
-//     leaves before (view, log_view) is durable, and the journal truncate of
-//     a restart that fences the replica waits for the fencing record — so the
-//     node may start the write and still run this Ready's Messages and
-//     Journal at once. One state write is in flight at a
-//     time.
+//     leaves before (view, log_view) is durable, the journal truncate of a
+//     view change waits for the record of its new log_view, and the journal
+//     truncate of a restart that fences the replica waits for the fencing
+//     record — so the node may start the write and still run this Ready's
+//     Messages and Journal at once. One state write is in flight at a time.
 //   - Journal operations must run in the order given (and in the order of
 //     successive Readys): an append after a truncate lands after the
 //     truncation. Appends are contiguous in op order. Each append gets one

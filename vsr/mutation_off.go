@@ -11,3 +11,4 @@ func mutationAckBeforeDurable() bool          { return false }
 func mutationTruncateWithoutNackQuorum() bool { return false }
 func mutationForgetViewDurability() bool      { return false }
 func mutationTruncateBeforeFence() bool       { return false }
+func mutationTruncateBeforeView() bool        { return false }

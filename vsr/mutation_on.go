@@ -25,6 +25,10 @@ const (
 	// journal truncate at once instead of after the fencing state record is
 	// durable.
 	MutationTruncateBeforeFence
+	// MutationTruncateBeforeView: a view change issues the journal truncate
+	// of its divergent suffix at once instead of after the state record of
+	// its new log_view is durable.
+	MutationTruncateBeforeView
 )
 
 // Mutations lists every mutation, for campaigns that try them all.
@@ -34,11 +38,13 @@ var Mutations = []Mutation{
 	MutationCommitWithoutQuorum,
 	MutationForgetViewDurability,
 	MutationTruncateBeforeFence,
+	MutationTruncateBeforeView,
 }
 
 func (m Mutation) String() string {
 	return [...]string{"none", "truncate_without_nack_quorum", "ack_before_durable",
-		"commit_without_quorum", "forget_view_durability", "truncate_before_fence"}[m]
+		"commit_without_quorum", "forget_view_durability", "truncate_before_fence",
+		"truncate_before_view"}[m]
 }
 
 var activeMutation Mutation
@@ -54,3 +60,4 @@ func mutationTruncateWithoutNackQuorum() bool {
 }
 func mutationForgetViewDurability() bool { return activeMutation == MutationForgetViewDurability }
 func mutationTruncateBeforeFence() bool  { return activeMutation == MutationTruncateBeforeFence }
+func mutationTruncateBeforeView() bool   { return activeMutation == MutationTruncateBeforeView }

@@ -32,8 +32,8 @@ type serveState struct {
 // lowest op the replica needs (to journal or to apply) and lacks, extended
 // over a run of such ops.
 //
-// Ops whose header is known verify against it, so any peer may serve them.
-// Ops without a known header are asked of the primary of the current view by a
+// Ops whose header or identity (the anchor) is known verify against it, so
+// any peer may serve them. Other ops are asked of the primary of the current view by a
 // normal backup: what that primary sends in its view is canonical. Anyone
 // else asks for them just below the nearest op whose identity it knows, so
 // each arriving prepare verifies by the hash chain from the top down.
@@ -49,7 +49,11 @@ func (r *Replica) repairTarget() (lo, hi uint64, toPrimary, ok bool) {
 	for x := start + 1; x <= limit; x++ {
 		s := r.slotAt(x)
 		if s == nil {
-			y := x + 1
+			// y: the lowest op from x up whose identity is known — the
+			// anchor (x itself, possibly) or the op below a known header.
+			// Any peer's copy verifies against it, so a primary whose own
+			// copy is corrupt cannot hold the repair up (seed 2078896).
+			y := x
 			for y <= top && r.slotAt(y) == nil && y != r.anchorOp {
 				y++
 			}

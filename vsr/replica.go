@@ -129,7 +129,16 @@ type Replica struct {
 	// survive a crash that lost the record, the next boot would find a
 	// clean, shorter journal under an unfenced record and nack ops it had
 	// acknowledged (simulator seed 2063089).
-	fenceHold   bool
+	fenceHold bool
+	// viewHold: a journal truncate issued while the view state is not yet
+	// durable (a view change that drops a divergent suffix) waits, and every
+	// journal operation after it, until the view state of viewHoldSeq is
+	// durable. The truncate removes ops acknowledged under the old log_view;
+	// were it to survive a crash that lost the new record, the replica would
+	// come back in the old log_view with a shorter journal and nack them
+	// (simulator seed 2020831).
+	viewHold    bool
+	viewHoldSeq uint64
 	heldJournal []JournalOp
 	orphans     []orphanToken
 
@@ -419,7 +428,7 @@ func (r *Replica) StateDone(err error) {
 	r.durable = r.inflightState
 	r.inflightState = nil
 	r.durableViewSeq = r.inflightViewSeq
-	r.releaseFenceHold()
+	r.releaseJournalHold()
 	r.afterStateDurable()
 	if r.viewSettled() {
 		r.releaseHeld()
@@ -618,6 +627,13 @@ func (r *Replica) truncateAbove(keep uint64) {
 			r.durableHead = keep
 		}
 		if keep < r.journalFloor {
+			// The journal is empty now and its head is keep (the
+			// checkpoint, the floor being at most one above it): remember
+			// keep's identity, which no slot holds and a later checkpoint
+			// would no longer give, for as long as it is the durable head.
+			if id, ok := r.identityOf(keep); ok {
+				r.baseOp, r.baseID = keep, id
+			}
 			r.journalFloor = 0
 		}
 	}
@@ -628,7 +644,10 @@ func (r *Replica) truncateAbove(keep uint64) {
 
 // journalOp queues a journal operation.
 func (r *Replica) journalOp(op JournalOp) {
-	if r.fenceHold {
+	if op.Kind == JournalTruncate && !r.viewSettled() && !mutationTruncateBeforeView() {
+		r.viewHold, r.viewHoldSeq = true, r.viewSeq
+	}
+	if r.fenceHold || r.viewHold {
 		r.heldJournal = append(r.heldJournal, op)
 		return
 	}
@@ -647,13 +666,19 @@ func (r *Replica) holdJournalForFence() {
 	r.out.Journal = r.out.Journal[:0]
 }
 
-// releaseFenceHold hands the held journal operations to the node once the
-// fencing state record is durable.
-func (r *Replica) releaseFenceHold() {
-	if !r.fenceHold || !r.durable.Fenced {
+// releaseJournalHold hands the held journal operations to the node once the
+// state record they wait for (fencing, or of the view that truncated) is
+// durable.
+func (r *Replica) releaseJournalHold() {
+	if r.fenceHold && r.durable.Fenced {
+		r.fenceHold = false
+	}
+	if r.viewHold && r.durableViewSeq >= r.viewHoldSeq {
+		r.viewHold = false
+	}
+	if r.fenceHold || r.viewHold || len(r.heldJournal) == 0 {
 		return
 	}
-	r.fenceHold = false
 	r.out.Journal = append(r.out.Journal, r.heldJournal...)
 	clear(r.heldJournal)
 	r.heldJournal = nil

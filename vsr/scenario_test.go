@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //
 // Commands:
 //
-//	cluster n=3 [sessions] [clients_max=N] [replicated] [depth=N] [interval=N]
+//	cluster n=3 [sessions] [clients_max=N] [replicated] [depth=N] [interval=N] [cache=BYTES]
 //	submit R put K V | get K | register   [client=C session=S request=N]
 //	deliver [from=R] [to=R] [cmd=NAME] [limit=N]   deliver matching queued frames (and what they cause)
 //	drop [from=R] [to=R] [cmd=NAME]                drop matching queued frames
@@ -338,6 +338,9 @@ func (d *driver) cluster(args map[string]string, flags []string) {
 		}
 		if v, ok := args["depth"]; ok {
 			cfg.PrepareQueueDepth = d.atoi(v)
+		}
+		if v, ok := args["cache"]; ok {
+			cfg.BodyCacheBytes = d.atoi(v)
 		}
 		if v, ok := args["interval"]; ok {
 			cfg.JournalSlots = 256

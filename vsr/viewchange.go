@@ -485,6 +485,10 @@ func (r *Replica) adoptLog(v uint32, a uint64, aid Checksum, headers []Header, t
 			r.adoptOrphan(s)
 		}
 	}
+	// The view state changes below; marking it first makes the journal
+	// truncate wait until the record of the new log_view is durable (see
+	// viewHold).
+	r.markView()
 	r.truncateAbove(k)
 	for op := max(k, a) + 1; op <= h && op <= r.windowLimit(); op++ {
 		r.putHeader(target(op))
@@ -502,7 +506,6 @@ func (r *Replica) adoptLog(v uint32, a uint64, aid Checksum, headers []Header, t
 	r.vhCommit, r.vhCommitID = a, aid
 	r.vhHeaders = append(r.vhHeaders[:0], headers...)
 	r.lastTS = max(r.lastTS, ts)
-	r.markView()
 
 	r.primaryReady = asPrimary
 	r.campaigning = false

@@ -1232,19 +1232,40 @@ func (w *world) checkNacks(g *group, r int, m vsr.Message) {
 // record saying so is durable; a truncate that outlived a crash the record
 // did not would leave an unfenced replica with a shorter journal, free to
 // nack what it acknowledged.
+//
+// And the view order: an unfenced replica truncates no op it acknowledged in
+// the log_view of its durable state record above that record's commit (a
+// do_view_change from that record would nack it); a view change that drops such an
+// op truncates only once the record of its new log_view is durable, or a
+// crash could keep the truncate and lose the record (seed 2020831).
 func (w *world) checkJournal(g *group, r int, j vsr.JournalOp) {
 	if w.o.NoContractChecks || j.Kind != vsr.JournalTruncate {
 		return
 	}
 	node := g.nodes[r]
-	if node.R == nil || !node.R.Info().Fenced {
+	if node.R == nil {
 		return
 	}
 	var durable *vsr.State
 	if node.Disk.State != nil {
 		durable, _ = vsr.DecodeState(node.Disk.State)
 	}
-	if durable == nil || !durable.Fenced {
-		w.fail("g%d r%d truncated its journal to op %d while fenced, before its fence was durable", g.idx, r, j.Op)
+	if node.R.Info().Fenced {
+		if durable == nil || !durable.Fenced {
+			w.fail("g%d r%d truncated its journal to op %d while fenced, before its fence was durable", g.idx, r, j.Op)
+		}
+		return
+	}
+	if durable == nil || durable.Fenced {
+		return
+	}
+	// A do_view_change nacks nothing at or below the commit its record
+	// carries.
+	for op := max(j.Op, durable.Commit, durable.Checkpoint) + 1; op <= g.ackTop[r]; op++ {
+		if a, ok := g.acks[r][op]; ok && a.view == durable.LogView && node.Disk.HasDurable(op, a.id) {
+			w.fail("g%d r%d truncated its journal to op %d, dropping op %d (%s) it acknowledged in view %d, the log_view of its durable state record",
+				g.idx, r, j.Op, op, a.id, a.view)
+			return
+		}
 	}
 }

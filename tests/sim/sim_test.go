@@ -126,6 +126,10 @@ var regressionSeeds = []struct {
 	{1002324, "a backup whose primary had evicted every op up to the commit it announced never started state transfer (range_evicted floor = commit+1)"},
 	{1012440, "a journal read queued for repair completed after a view change truncated its op, and the new primary served the stale prepare in the new view"},
 	{2063089, "a boot that fenced a replica issued its journal truncate before the fencing state record was durable; a crash kept the truncate and lost the record, and the replica, unfenced with a shorter journal, nacked an op it had acknowledged, so a view change dropped a committed op (regress_fence_before_truncate)"},
+	{2021472, "harness: a crash undid two truncates with no completed append between them by restoring only the first one's entries, above a hole (vsrtest Disk recorded the ghosts of the first truncate only)"},
+	{2019164, "a truncate that emptied the journal down to the checkpoint forgot the identity of its new durable head once a later checkpoint moved on (prepare_ok panicked; regress_truncate_to_checkpoint_base)"},
+	{2078896, "a backup missing only its anchor op (identity known from the start_view) asked nobody but the primary, whose copy was corrupt and, being applied, never repaired (regress_anchor_repair_any_peer)"},
+	{2020831, "a view change issued the journal truncate of its divergent suffix with, not after, the state record of its new log_view; a crash kept the truncate and lost the record, and the replica, back in the old log_view with a shorter journal, nacked ops it had acknowledged in it (regress_truncate_before_view)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {

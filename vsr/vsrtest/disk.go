@@ -31,7 +31,8 @@ type Checkpoint struct {
 //     random prefix of the appends still in flight and loses the rest (a torn
 //     last append counts as lost: the journal proves it was never synced);
 //   - a truncate is durable once a later append completed; a crash before
-//     that may undo it (the later appends being lost too);
+//     that may undo it (the later appends being lost too) — of several such
+//     truncates, any later part of them, never leaving a hole;
 //   - a state write is atomic: a crash before its completion keeps the old
 //     record or, sometimes, the new one;
 //   - a durable entry can be corrupted afterwards (a sector fault); if the
@@ -43,10 +44,15 @@ type Disk struct {
 	pendingState []byte
 	Journal      []Entry
 	next         uint64 // op the next append must carry when the journal is empty
-	ghosts       []Entry
-	ghostAbove   uint64
-	Checkpoints  map[uint64]*Checkpoint
-	staging      map[uint64]map[uint32][]byte
+	// ghosts: the durable entries that truncates since the last completed
+	// append removed (ascending, contiguous above ghostAbove); a crash may
+	// bring them back. ghostKeeps: the keep points of the earlier of those
+	// truncates, above ghostAbove (a crash may undo only the later ones).
+	ghosts      []Entry
+	ghostAbove  uint64
+	ghostKeeps  []uint64
+	Checkpoints map[uint64]*Checkpoint
+	staging     map[uint64]map[uint32][]byte
 	// ReadErrors makes reads of these ops fail (until removed).
 	ReadErrors map[uint64]bool
 }
@@ -82,7 +88,7 @@ func (d *Disk) completeAppend(op uint64) {
 			d.Journal[i].Durable = true
 		}
 	}
-	d.ghosts = nil
+	d.ghosts, d.ghostKeeps = nil, nil
 }
 
 func (d *Disk) truncate(keep uint64) {
@@ -96,8 +102,19 @@ func (d *Disk) truncate(keep uint64) {
 		}
 	}
 	d.Journal = kept
-	if len(cut) > 0 && len(d.ghosts) == 0 {
+	switch {
+	case len(cut) == 0:
+	case len(d.ghosts) == 0:
 		d.ghosts, d.ghostAbove = cut, keep
+	default:
+		// A second truncate before any append completed, below the first:
+		// what it cuts lies right below the first one's ghosts (every entry
+		// above the first keep point is a non-durable append since). A crash
+		// may undo both, only this one, or neither; recording only the
+		// first would let a crash restore its ghosts above a hole.
+		d.ghostKeeps = append(d.ghostKeeps, d.ghostAbove)
+		d.ghosts = append(cut, d.ghosts...)
+		d.ghostAbove = keep
 	}
 	if len(d.Journal) == 0 {
 		d.next = keep + 1
@@ -116,7 +133,7 @@ func (d *Disk) discard(through uint64) {
 	if len(d.Journal) == 0 {
 		d.next = max(through, last) + 1
 	}
-	d.ghosts = nil
+	d.ghosts, d.ghostKeeps = nil, nil
 }
 
 // Entry returns journal entry op, or nil.
@@ -153,15 +170,28 @@ func (d *Disk) Crash(rng *vsr.PRNG) {
 	}
 	d.Journal = d.Journal[:keep]
 	if len(d.ghosts) > 0 && rng != nil && rng.Chance(1, 2) {
+		// Undo the truncates from a random one of them on: the ghosts up to
+		// the keep point of the last truncate that survived come back.
+		top := ^uint64(0)
+		if len(d.ghostKeeps) > 0 {
+			if i := rng.Intn(len(d.ghostKeeps) + 1); i < len(d.ghostKeeps) {
+				top = d.ghostKeeps[i]
+			}
+		}
 		kept := d.Journal[:0]
 		for _, e := range d.Journal {
 			if e.Op <= d.ghostAbove {
 				kept = append(kept, e)
 			}
 		}
-		d.Journal = append(kept, d.ghosts...)
+		for _, e := range d.ghosts {
+			if e.Op <= top {
+				kept = append(kept, e)
+			}
+		}
+		d.Journal = kept
 	}
-	d.ghosts = nil
+	d.ghosts, d.ghostKeeps = nil, nil
 }
 
 // CrashUndoingTruncate crashes like Crash but always undoes a truncate that
