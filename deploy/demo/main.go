@@ -346,9 +346,18 @@ func describeNodes(nodes []wire.ClusterNode) string {
 		if n.Role == wire.RoleLeader {
 			role = "leader"
 		}
-		status := "healthy"
-		if n.Status != wire.NodeHealthy {
-			status = fmt.Sprintf("status %d", n.Status)
+		status := fmt.Sprintf("status %d", n.Status)
+		switch n.Status {
+		case wire.NodeHealthy:
+			status = "healthy"
+		case wire.NodeStarting:
+			status = "starting"
+		case wire.NodeStopping:
+			status = "stopping"
+		case wire.NodeUnreachable:
+			status = "unreachable"
+		case wire.NodeMaintenance:
+			status = "maintenance"
 		}
 		parts = append(parts, fmt.Sprintf("%s %s:%d %s %s", n.Name, n.IP, n.TCPPort, role, status))
 	}
