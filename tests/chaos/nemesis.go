@@ -187,12 +187,22 @@ func (n *nemesis) heal(ctx context.Context, f schedule.Fault) {
 	c := n.c
 	switch {
 	case f.Kind.Restarts():
+		// Start them all before waiting: a cluster node serves only
+		// with a quorum running.
+		var started []int
 		for _, i := range f.Nodes {
 			if c.procs[i].Running() {
 				continue // the injection failed before killing it
 			}
-			errs = append(errs, c.start(ctx, i, f.Kind == schedule.Wipe))
 			delete(n.down, i)
+			if err := c.nodes[i].Start(f.Kind == schedule.Wipe); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			started = append(started, i)
+		}
+		for _, i := range started {
+			errs = append(errs, c.waitReady(ctx, i))
 		}
 	case f.Kind == schedule.Pause:
 		if c.procs[f.Nodes[0]].Paused() {
@@ -234,12 +244,16 @@ func (n *nemesis) healAll(ctx context.Context) {
 		}
 	}
 	n.watch(ctx)
+	var stopped []int
 	for i, p := range n.c.procs {
 		if !p.Running() {
-			if err := n.c.start(ctx, i, false); err != nil {
-				n.errs = append(n.errs, fmt.Sprintf("final start of node %d: %v", i, err))
-			}
+			stopped = append(stopped, i)
 			delete(n.down, i)
+		}
+	}
+	if len(stopped) > 0 {
+		if err := n.c.startAll(ctx, stopped); err != nil {
+			n.errs = append(n.errs, fmt.Sprintf("final start of nodes %v: %v", stopped, err))
 		}
 	}
 }
