@@ -49,8 +49,8 @@ type cluster struct {
 	// listen is where node i listens; addrs is where clients dial it.
 	listen, replica, gossip []string
 	addrs                   []string
-	net             fault.Network
-	netKind         string
+	net                     fault.Network
+	netKind                 string
 }
 
 func needsNetwork(o *Options) bool {
