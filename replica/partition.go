@@ -129,9 +129,45 @@ type partitionSpec struct {
 
 const incarnationFile = "incarnation"
 
+// errPartitionDamaged marks local partition storage that cannot back its
+// own checkpoint: the checkpoint file is unreadable, or the segments end
+// below the offsets it (or the superblock's frontier) records — acknowledged
+// messages are gone from this disk.
+var errPartitionDamaged = errors.New("replica: partition storage damaged")
+
 // openPartition opens (creating when new) a partition's storage and
-// consensus group on this shard and replays its journal.
+// consensus group on this shard and replays its journal. In cluster mode a
+// partition whose storage is damaged below its checkpoint
+// (errPartitionDamaged) is moved to {path}/quarantine/ (never deleted) and
+// opened empty as a rejoining replica (no vote until caught up), which
+// refills it from its peers by state transfer and journal repair; a single
+// node has no peer to refill from and refuses to boot instead.
 func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
+	p, err := sh.openPartitionStorage(spec)
+	if err == nil || !errors.Is(err, errPartitionDamaged) || sh.n.replicaCount < 2 {
+		return p, err
+	}
+	dir := partitionDir(sh.n.cfg.Path, spec.stream, spec.topic, spec.id)
+	qdir := filepath.Join(sh.n.cfg.Path, quarantineDir)
+	dst := filepath.Join(qdir, fmt.Sprintf("%d-%d-%d-%d", spec.stream, spec.topic, spec.id, time.Now().UnixNano()))
+	qerr := vfs.MkdirAllSync(sh.fs, qdir, 0o755)
+	if qerr == nil {
+		qerr = sh.fs.Rename(dir, dst)
+	}
+	if qerr == nil {
+		qerr = sh.fs.SyncDir(qdir)
+	}
+	if qerr != nil {
+		return nil, errors.Join(err, fmt.Errorf("replica: quarantining %s: %w", dir, qerr))
+	}
+	sh.log.Error("damaged partition storage quarantined; the partition rejoins empty and refills from its peers",
+		zap.String("dir", dir), zap.String("moved_to", dst), zap.Error(err))
+	spec.rejoin = true
+	return sh.openPartitionStorage(spec)
+}
+
+// openPartitionStorage opens the partition's storage as it is on disk.
+func (sh *shardLoop) openPartitionStorage(spec partitionSpec) (*partition, error) {
 	ns := shard.MustNamespace(spec.stream, spec.topic, spec.id)
 	dir := partitionDir(sh.n.cfg.Path, spec.stream, spec.topic, spec.id)
 	p := &partition{sh: sh, ns: ns, stream: spec.stream, topic: spec.topic, id: spec.id, revision: spec.revision,
@@ -183,8 +219,8 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 	if sbf := g.sb.State().OffsetFrontier; seg.NextOffset() < sbf {
 		g.closeFiles()
 		_ = seg.Close()
-		return nil, fmt.Errorf("replica: partition %s: segments end at offset %d below the checkpointed frontier %d: refusing to reuse offsets",
-			ns, seg.NextOffset(), sbf)
+		return nil, fmt.Errorf("%w: partition %s: segments end at offset %d below the checkpointed frontier %d: refusing to reuse offsets",
+			errPartitionDamaged, ns, seg.NextOffset(), sbf)
 	}
 	sh.groups[g.id] = g
 	sh.parts[ns] = p
@@ -586,21 +622,22 @@ func (p *partition) checkpointDurable(op uint64) {
 }
 
 // restore loads checkpoint op into the state machine (boot).
+// Storage that cannot back the checkpoint is errPartitionDamaged.
 func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
 	b, err := vfs.ReadFile(p.sh.fs, filepath.Join(p.dir, ckptName(op)))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %w", errPartitionDamaged, err)
 	}
 	c, err := decodePartitionCheckpoint(b)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %w", errPartitionDamaged, err)
 	}
 	if c.op != op {
-		return nil, nil, fmt.Errorf("%w: file names op %d, holds op %d", errCheckpoint, op, c.op)
+		return nil, nil, fmt.Errorf("%w: %w: file names op %d, holds op %d", errPartitionDamaged, errCheckpoint, op, c.op)
 	}
 	if p.seg.NextOffset() < c.next {
-		return nil, nil, fmt.Errorf("replica: partition %s: segments end at offset %d, checkpoint %d needs %d",
-			p.ns, p.seg.NextOffset(), op, c.next)
+		return nil, nil, fmt.Errorf("%w: partition %s: segments end at offset %d, checkpoint %d needs %d",
+			errPartitionDamaged, p.ns, p.seg.NextOffset(), op, c.next)
 	}
 	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
 	p.applied = op
