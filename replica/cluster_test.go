@@ -876,10 +876,15 @@ func TestClusterRefillsDamagedPartition(t *testing.T) {
 	if err := tc.start(victim, false); err != nil {
 		t.Fatalf("a cluster node refused to boot over a partition its peers can refill: %v", err)
 	}
-	q, _ := filepath.Glob(filepath.Join(tc.dirs[victim], quarantineDir, "0-0-0-*"))
-	if len(q) != 1 {
-		t.Fatalf("quarantined damaged storage: %v", q)
-	}
+	// The partition may open after Start returned (its metadata op
+	// applies then).
+	eventually(t, 30*time.Second, "damaged storage quarantined", func() error {
+		q, _ := filepath.Glob(filepath.Join(tc.dirs[victim], quarantineDir, "0-0-0-*"))
+		if len(q) != 1 {
+			return fmt.Errorf("quarantined damaged storage: %v", q)
+		}
+		return nil
+	})
 	back := tc.dial(victim)
 	eventually(t, 90*time.Second, "refilled node serves every message", func() error {
 		return checkPartition(ctx, back, 0, (sends+5)*per)
