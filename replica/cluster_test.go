@@ -833,13 +833,31 @@ func TestClusterFullRestart(t *testing.T) {
 	eventually(t, 30*time.Second, "identical segments", func() error { return tc.sameSegments(parts, 0, 1, 2) })
 }
 
-// TestClusterRefillsDamagedPartition truncates a stopped node's partition
-// log below its checkpoint (chaos seed 100, `--nodes 3 --faults corrupt`,
+// TestClusterRefillsDamagedPartition truncates, or flips a bit in, a
+// stopped node's partition log below its checkpoint (chaos seed 100, `--nodes 3 --faults corrupt`,
 // refused to boot with "segments end at offset 8, checkpoint 64 needs
 // 90"): the node boots, moves the damaged storage to quarantine/, and the
 // partition rejoins and refills from its peers with every acknowledged
 // message, then keeps taking writes.
 func TestClusterRefillsDamagedPartition(t *testing.T) {
+	t.Run("truncated", func(t *testing.T) {
+		testClusterRefillsDamagedPartition(t, func(f string) error { return os.Truncate(f, 100) })
+	})
+	// A flipped bit in the middle of the log (chaos seed 1001 left the
+	// node failing every poll of that partition).
+	t.Run("flipped", func(t *testing.T) {
+		testClusterRefillsDamagedPartition(t, func(f string) error {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			b[len(b)/2] ^= 0x10
+			return os.WriteFile(f, b, 0o644)
+		})
+	})
+}
+
+func testClusterRefillsDamagedPartition(t *testing.T, damage func(log string) error) {
 	tc := newTestCluster(t, 3)
 	tc.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -868,7 +886,7 @@ func TestClusterRefillsDamagedPartition(t *testing.T) {
 		t.Fatalf("segment logs: %v %v", logs, err)
 	}
 	for _, f := range logs {
-		if err := os.Truncate(f, 100); err != nil {
+		if err := damage(f); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -122,8 +122,9 @@
 // above the metadata's is kept, since the metadata is behind its peers'
 // and will name it; any other is moved to {path}/quarantine/ and logged as
 // an error. A partition whose storage cannot back its own checkpoint (the
-// checkpoint file unreadable, or segments ending below the offsets it or
-// the superblock records, as after a truncated or zeroed .log) is moved
+// checkpoint file unreadable, segments ending below the offsets it or the
+// superblock records, as after a truncated or zeroed .log, or a corrupt
+// record anywhere: a cluster node re-hashes every record at boot) is moved
 // there too, and the partition opens empty as a rejoining replica that
 // refills from its peers (a single node refuses to boot instead).
 // A partition deleted while the node was down is deleted when

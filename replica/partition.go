@@ -130,9 +130,9 @@ type partitionSpec struct {
 const incarnationFile = "incarnation"
 
 // errPartitionDamaged marks local partition storage that cannot back its
-// own checkpoint: the checkpoint file is unreadable, or the segments end
-// below the offsets it (or the superblock's frontier) records — acknowledged
-// messages are gone from this disk.
+// own checkpoint: the checkpoint file is unreadable, the segments end below
+// the offsets it (or the superblock's frontier) records, or a segment holds
+// corrupt records — acknowledged messages are gone from this disk.
 var errPartitionDamaged = errors.New("replica: partition storage damaged")
 
 // openPartition opens (creating when new) a partition's storage and
@@ -184,9 +184,16 @@ func (sh *shardLoop) openPartitionStorage(spec partitionSpec) (*partition, error
 	if scfg.MaxRecordSize > segment.MaxRecordSizeLimit {
 		scfg.MaxRecordSize = segment.MaxRecordSizeLimit
 	}
+	// A cluster node re-hashes every record at boot: damage anywhere is
+	// then found while peers can still refill the partition, not by a
+	// read that would fail for good.
+	scfg.VerifyAllOnOpen = sh.n.replicaCount > 1
 	p.segCfg = scfg
 	seg, rep, err := segment.Open(sh.fs, dir, scfg)
 	if err != nil {
+		if errors.Is(err, segment.ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", errPartitionDamaged, err)
+		}
 		return nil, fmt.Errorf("replica: partition %s: segments: %w", ns, err)
 	}
 	if rep != nil && rep.TornTail != nil {
