@@ -32,6 +32,7 @@ type testCluster struct {
 	dirs   []string
 	client []int
 	repl   []int
+	gossip []int
 	nodes  []*Node
 	logs   []*zap.Logger
 	// tls runs the replica plane inside TLS (self-signed certificates).
@@ -47,6 +48,9 @@ func newTestCluster(t *testing.T, size int) *testCluster {
 		tc.dirs = append(tc.dirs, t.TempDir())
 		tc.client = append(tc.client, freePort(t))
 		tc.repl = append(tc.repl, freePort(t))
+		// Explicit: the default (tcp_replica + 1000) may be another
+		// node's random port.
+		tc.gossip = append(tc.gossip, freePort(t))
 	}
 	t.Cleanup(func() {
 		for _, n := range tc.nodes {
@@ -91,7 +95,8 @@ func (tc *testCluster) config(i int) *config.Config {
 	cl.Nodes = nil
 	for j := range tc.dirs {
 		cl.Nodes = append(cl.Nodes, config.ClusterNode{Name: fmt.Sprintf("node-%d", j), IP: "127.0.0.1", ReplicaID: j,
-			Ports: config.NodePorts{TCP: config.Port(uint16(tc.client[j])), TCPReplica: config.Port(uint16(tc.repl[j]))}})
+			Ports: config.NodePorts{TCP: config.Port(uint16(tc.client[j])), TCPReplica: config.Port(uint16(tc.repl[j])),
+				Gossip: config.Port(uint16(tc.gossip[j]))}})
 	}
 	return cfg
 }
