@@ -125,6 +125,16 @@ func (n *nemesis) apply(ctx context.Context, f schedule.Fault) (string, error) {
 		if err := kill(); err != nil {
 			return "", err
 		}
+		if c.opts.Nodes > 1 {
+			// The heal restarts the node with --fresh, which wipes the
+			// directory itself: a cluster node rejoins (no vote until it
+			// caught up) only when --fresh finds its old data, and treats
+			// an empty directory as a new member. Emptying it here made
+			// the wiped replica take part as a new member with nothing,
+			// leaving partitions empty for good (campaign seeds 1005,
+			// 1020, 1027).
+			return "restart with --fresh", nil
+		}
 		dir := c.nodes[f.Nodes[0]].DataDir()
 		if dir == "" {
 			return "", fmt.Errorf("%w: node %d's data directory is not reachable", fault.ErrUnsupported, f.Nodes[0])
