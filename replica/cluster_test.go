@@ -44,13 +44,23 @@ const testClusterSecret = "0123456789abcdef0123456789abcdef-test"
 func newTestCluster(t *testing.T, size int) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, nodes: make([]*Node, size)}
+	// A released port may be handed out again: draw until all differ.
+	used := map[int]bool{}
+	port := func() int {
+		for {
+			if p := freePort(t); !used[p] {
+				used[p] = true
+				return p
+			}
+		}
+	}
 	for i := 0; i < size; i++ {
 		tc.dirs = append(tc.dirs, t.TempDir())
-		tc.client = append(tc.client, freePort(t))
-		tc.repl = append(tc.repl, freePort(t))
+		tc.client = append(tc.client, port())
+		tc.repl = append(tc.repl, port())
 		// Explicit: the default (tcp_replica + 1000) may be another
 		// node's random port.
-		tc.gossip = append(tc.gossip, freePort(t))
+		tc.gossip = append(tc.gossip, port())
 	}
 	t.Cleanup(func() {
 		for _, n := range tc.nodes {
