@@ -125,7 +125,13 @@
 // metadata does not name: a directory whose revision (incarnation file) is
 // above the metadata's is kept, since the metadata is behind its peers'
 // and will name it; any other is moved to {path}/quarantine/ and logged as
-// an error. A partition deleted while the node was down is deleted when
+// an error. A partition whose storage cannot back its own checkpoint (the
+// checkpoint file unreadable, segments ending below the offsets it or the
+// superblock records, as after a truncated or zeroed .log, or a corrupt
+// record anywhere: a cluster node re-hashes every record at boot) is moved
+// there too, and the partition opens empty as a rejoining replica that
+// refills from its peers (a single node refuses to boot instead).
+// A partition deleted while the node was down is deleted when
 // the metadata op deleting it applies here. A cluster node's shutdown does
 // not wait for its queued system commands (they need a quorum). A
 // partition whose files are damaged (segment corruption or holes, segments
@@ -234,7 +240,7 @@
 //	    segments-{op:020}                   cluster mode: its segment list, below
 //	    transfer/artifact-{id}              cluster mode: state transfer staging
 //	    purge.gen                           u64 purge generation ‖ XXH3-64
-//	{path}/quarantine/{s}-{t}-{p}-{unix ns}/ cluster mode: unknown partition storage
+//	{path}/quarantine/{s}-{t}-{p}-{unix ns}/ cluster mode: unknown or damaged partition storage
 //	{path}/state/log                        Iggy's legacy file, empty
 //	{path}/runtime/current_config.toml      rewritten at every boot
 //	{path}/logs/iggo-server.log             JSON log lines (rotated)

@@ -129,8 +129,19 @@ type partitionSpec struct {
 
 const incarnationFile = "incarnation"
 
+// errPartitionDamaged marks local partition storage that cannot back its
+// own checkpoint: the checkpoint file is unreadable, the segments end below
+// the offsets it (or the superblock's frontier) records, or a segment holds
+// corrupt records — acknowledged messages are gone from this disk.
+var errPartitionDamaged = errors.New("replica: partition storage damaged")
+
 // openPartition opens (creating when new) a partition's storage and
-// consensus group on this shard and replays its journal.
+// consensus group on this shard and replays its journal. In cluster mode a
+// partition whose storage is damaged below its checkpoint
+// (errPartitionDamaged) is moved to {path}/quarantine/ (never deleted) and
+// opened empty as a rejoining replica (no vote until caught up), which
+// refills it from its peers by state transfer and journal repair; a single
+// node has no peer to refill from and refuses to boot instead.
 func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
 	p, err := sh.openPartitionOnce(spec)
 	if err == nil || sh.n.replicaCount == 1 || !storageDamaged(err) {
@@ -158,7 +169,7 @@ var errStorageFrontier = errors.New("replica: segments below the checkpointed of
 // files are damaged (rather than, say, a full disk).
 func storageDamaged(err error) bool {
 	return errors.Is(err, segment.ErrCorrupt) || errors.Is(err, errStorageFrontier) || errors.Is(err, errCheckpoint) ||
-		errors.Is(err, superblock.ErrCorrupt)
+		errors.Is(err, superblock.ErrCorrupt) || errors.Is(err, errPartitionDamaged)
 }
 
 func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
@@ -178,9 +189,16 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
 	if scfg.MaxRecordSize > segment.MaxRecordSizeLimit {
 		scfg.MaxRecordSize = segment.MaxRecordSizeLimit
 	}
+	// A cluster node re-hashes every record at boot: damage anywhere is
+	// then found while peers can still refill the partition, not by a
+	// read that would fail for good.
+	scfg.VerifyAllOnOpen = sh.n.replicaCount > 1
 	p.segCfg = scfg
 	seg, rep, err := segment.Open(sh.fs, dir, scfg)
 	if err != nil {
+		if errors.Is(err, segment.ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", errPartitionDamaged, err)
+		}
 		return nil, fmt.Errorf("replica: partition %s: segments: %w", ns, err)
 	}
 	if rep != nil && rep.TornTail != nil {
@@ -616,17 +634,18 @@ func (p *partition) checkpointDurable(op uint64) {
 }
 
 // restore loads checkpoint op into the state machine (boot).
+// Storage that cannot back the checkpoint is errPartitionDamaged.
 func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
 	b, err := vfs.ReadFile(p.sh.fs, filepath.Join(p.dir, ckptName(op)))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %w", errPartitionDamaged, err)
 	}
 	c, err := decodePartitionCheckpoint(b)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %w", errPartitionDamaged, err)
 	}
 	if c.op != op {
-		return nil, nil, fmt.Errorf("%w: file names op %d, holds op %d", errCheckpoint, op, c.op)
+		return nil, nil, fmt.Errorf("%w: %w: file names op %d, holds op %d", errPartitionDamaged, errCheckpoint, op, c.op)
 	}
 	if p.seg.NextOffset() < c.next {
 		return nil, nil, fmt.Errorf("replica: partition %s: segments end at offset %d, checkpoint %d needs %d: %w",

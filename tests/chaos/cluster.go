@@ -32,7 +32,13 @@ func init() {
 const (
 	netnsClientPort  = 8090
 	netnsReplicaPort = 9090
+	netnsGossipPort  = 10090
 )
+
+// clusterKey is the pre-shared key of the generated cluster configuration
+// (cluster.auth; at least 32 bytes). It guards a test cluster on private
+// addresses only.
+const clusterKey = "iggo-chaos-cluster-key-0123456789abcdef"
 
 // cluster is the system under test: node processes and their network.
 type cluster struct {
@@ -41,10 +47,10 @@ type cluster struct {
 	procs   []*fault.Process
 	nodes   []fault.Node
 	// listen is where node i listens; addrs is where clients dial it.
-	listen, replica []string
-	addrs           []string
-	net             fault.Network
-	netKind         string
+	listen, replica, gossip []string
+	addrs                   []string
+	net                     fault.Network
+	netKind                 string
 }
 
 func needsNetwork(o *Options) bool {
@@ -67,7 +73,7 @@ func newCluster(o Options, workDir string) (_ *cluster, err error) {
 	kind := o.Network
 	if kind == NetworkAuto {
 		switch {
-		case !needsNetwork(&o) && o.Nodes == 1:
+		case !needsNetwork(&o):
 			kind = NetworkNone
 		case fault.NetnsAvailable() == nil:
 			kind = NetworkNetns
@@ -92,16 +98,15 @@ func newCluster(o Options, workDir string) (_ *cluster, err error) {
 		if nn != nil {
 			c.listen = append(c.listen, net.JoinHostPort(nn.NodeIP(i), strconv.Itoa(netnsClientPort)))
 			c.replica = append(c.replica, net.JoinHostPort(nn.NodeIP(i), strconv.Itoa(netnsReplicaPort)))
+			c.gossip = append(c.gossip, net.JoinHostPort(nn.NodeIP(i), strconv.Itoa(netnsGossipPort)))
 		} else {
-			a, err := freeAddr()
-			if err != nil {
-				return nil, err
+			var a [3]string
+			for j := range a {
+				if a[j], err = freeAddr(); err != nil {
+					return nil, err
+				}
 			}
-			r, err := freeAddr()
-			if err != nil {
-				return nil, err
-			}
-			c.listen, c.replica = append(c.listen, a), append(c.replica, r)
+			c.listen, c.replica, c.gossip = append(c.listen, a[0]), append(c.replica, a[1]), append(c.gossip, a[2])
 		}
 	}
 	for i := 0; i < o.Nodes; i++ {
@@ -160,7 +165,7 @@ func (c *cluster) spec(i int, nn *fault.Netns) (fault.ProcessSpec, error) {
 		return spec, nil
 	}
 	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(c.serverConfig(data)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(c.serverConfig(i, data)), 0o644); err != nil {
 		return spec, err
 	}
 	spec.Path = o.Server
@@ -168,25 +173,30 @@ func (c *cluster) spec(i int, nn *fault.Netns) (fault.ProcessSpec, error) {
 	return spec, nil
 }
 
-// serverConfig is node i's iggo-server configuration: its data directory,
-// its client listener, and the roster (replica ids in node order).
-func (c *cluster) serverConfig(data string) string {
+// serverConfig is node i's iggo-server configuration: its data directory
+// and client listener, and with more than one node cluster mode: a test
+// cluster name, the pre-shared replica key, short failure detection, and
+// the roster (replica ids in node order) with every node's client, replica
+// and gossip ports. The roster is identical in every node's file; the
+// listener's host comes from [tcp].address, its port from the roster.
+func (c *cluster) serverConfig(i int, data string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "path = %q\n\n", data)
 	sb.WriteString("[sharding]\ncpu_allocation = 1\npin_cores = false\n\n")
-	sb.WriteString("[tcp]\nenabled = true\n")
-	// All nodes bind the roster's addresses; the listener address is the
-	// node's own, chosen by --replica-id through the roster in cluster
-	// mode and by this key otherwise.
+	fmt.Fprintf(&sb, "[tcp]\nenabled = true\naddress = %q\n", c.listen[i])
 	if len(c.listen) == 1 {
-		fmt.Fprintf(&sb, "address = %q\n", c.listen[0])
+		return sb.String()
 	}
-	fmt.Fprintf(&sb, "\n[cluster]\nenabled = %v\nname = \"iggo-chaos\"\n", len(c.listen) > 1)
-	for i := range c.listen {
-		host, port, _ := net.SplitHostPort(c.listen[i])
-		_, rport, _ := net.SplitHostPort(c.replica[i])
-		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = \"chaos-node-%d\"\nip = %q\nreplica_id = %d\nports = { tcp = %s, tcp_replica = %s }\n",
-			i, host, i, port, rport)
+	// A heartbeat timeout at its floor (2 s) keeps view changes within a
+	// fault's length.
+	sb.WriteString("\n[cluster]\nenabled = true\nname = \"iggo-chaos\"\nheartbeat_timeout = \"2s\"\n")
+	fmt.Fprintf(&sb, "\n[cluster.auth]\nenabled = true\nshared_secret = %q\n", clusterKey)
+	for j := range c.listen {
+		host, port, _ := net.SplitHostPort(c.listen[j])
+		_, rport, _ := net.SplitHostPort(c.replica[j])
+		_, gport, _ := net.SplitHostPort(c.gossip[j])
+		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = \"chaos-node-%d\"\nip = %q\nreplica_id = %d\nports = { tcp = %s, tcp_replica = %s, gossip = %s }\n",
+			j, host, j, port, rport, gport)
 	}
 	return sb.String()
 }
@@ -198,6 +208,22 @@ func (c *cluster) start(ctx context.Context, i int, fresh bool) error {
 		return err
 	}
 	return c.waitReady(ctx, i)
+}
+
+// startAll starts the listed nodes together and waits until each serves:
+// a cluster node serves a login only once a quorum of its peers runs, so
+// they cannot be started one after another.
+func (c *cluster) startAll(ctx context.Context, nodes []int) error {
+	for _, i := range nodes {
+		if err := c.nodes[i].Start(false); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, i := range nodes {
+		errs = append(errs, c.waitReady(ctx, i))
+	}
+	return errors.Join(errs...)
 }
 
 // waitReady waits until node i accepts a login and a ping.

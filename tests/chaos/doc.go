@@ -43,11 +43,25 @@
 //
 // With network namespaces (root, ip and nft; Network "netns", or "auto"
 // when the schedule has network faults) each node gets its own address on
-// a private bridge and partitions are drop rules on that bridge. Without
-// them a single node can run behind the loopback proxy, which stalls or
-// cuts the client links; cluster runs need namespaces, because iggo-server
-// takes its peers' addresses from a roster that must be identical on every
-// node and so cannot be pointed at per-pair proxies.
+// a private bridge and partitions are drop rules on that bridge (client,
+// replica and gossip traffic alike). Without network faults the nodes run
+// on loopback with free ports. A single node can also run behind the
+// loopback proxy, which stalls or cuts the client links; cluster runs with
+// network faults need namespaces, because iggo-server takes its peers'
+// addresses from a roster that must be identical on every node and so
+// cannot be pointed at per-pair proxies.
+//
+// # Clusters
+//
+// With Nodes > 1 every node gets a generated configuration with
+// cluster.enabled, the cluster name "iggo-chaos", a pre-shared replica key
+// (cluster.auth), heartbeat_timeout at its 2 s floor, and the same roster:
+// replica id i is node i with its client, replica and gossip ports. The
+// nodes start together (a node serves logins only once a quorum runs).
+// Clients follow the metadata leader; sends to a backup are forwarded by
+// the server. Wipes restart the node with --fresh (state transfer refills
+// it); corruption damages one node's segment log, index or journal, which
+// the node must repair from its peers.
 //
 // # Reads
 //

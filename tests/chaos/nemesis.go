@@ -125,6 +125,16 @@ func (n *nemesis) apply(ctx context.Context, f schedule.Fault) (string, error) {
 		if err := kill(); err != nil {
 			return "", err
 		}
+		if c.opts.Nodes > 1 {
+			// The heal restarts the node with --fresh, which wipes the
+			// directory itself: a cluster node rejoins (no vote until it
+			// caught up) only when --fresh finds its old data, and treats
+			// an empty directory as a new member. Emptying it here made
+			// the wiped replica take part as a new member with nothing,
+			// leaving partitions empty for good (campaign seeds 1005,
+			// 1020, 1027).
+			return "restart with --fresh", nil
+		}
 		dir := c.nodes[f.Nodes[0]].DataDir()
 		if dir == "" {
 			return "", fmt.Errorf("%w: node %d's data directory is not reachable", fault.ErrUnsupported, f.Nodes[0])
@@ -187,12 +197,22 @@ func (n *nemesis) heal(ctx context.Context, f schedule.Fault) {
 	c := n.c
 	switch {
 	case f.Kind.Restarts():
+		// Start them all before waiting: a cluster node serves only
+		// with a quorum running.
+		var started []int
 		for _, i := range f.Nodes {
 			if c.procs[i].Running() {
 				continue // the injection failed before killing it
 			}
-			errs = append(errs, c.start(ctx, i, f.Kind == schedule.Wipe))
 			delete(n.down, i)
+			if err := c.nodes[i].Start(f.Kind == schedule.Wipe); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			started = append(started, i)
+		}
+		for _, i := range started {
+			errs = append(errs, c.waitReady(ctx, i))
 		}
 	case f.Kind == schedule.Pause:
 		if c.procs[f.Nodes[0]].Paused() {
@@ -234,12 +254,16 @@ func (n *nemesis) healAll(ctx context.Context) {
 		}
 	}
 	n.watch(ctx)
+	var stopped []int
 	for i, p := range n.c.procs {
 		if !p.Running() {
-			if err := n.c.start(ctx, i, false); err != nil {
-				n.errs = append(n.errs, fmt.Sprintf("final start of node %d: %v", i, err))
-			}
+			stopped = append(stopped, i)
 			delete(n.down, i)
+		}
+	}
+	if len(stopped) > 0 {
+		if err := n.c.startAll(ctx, stopped); err != nil {
+			n.errs = append(n.errs, fmt.Sprintf("final start of nodes %v: %v", stopped, err))
 		}
 	}
 }

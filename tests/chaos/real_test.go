@@ -1,10 +1,12 @@
 package chaos
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/iggo/iggo/tests/chaos/fault"
 	"github.com/iggo/iggo/tests/chaos/schedule"
 	"github.com/iggo/iggo/tests/harness"
 )
@@ -31,5 +33,80 @@ func TestRunRealServer(t *testing.T) {
 		var sb strings.Builder
 		s.Print(&sb)
 		t.Fatalf("iggo-server failed the checks:\n%s", sb.String())
+	}
+}
+
+// clusterSeed returns the first seed from 1 whose schedule for o injects
+// every kind in want, so the short cluster test covers each of them
+// whatever the generator's draws.
+func clusterSeed(t *testing.T, o Options, want ...schedule.Kind) int64 {
+	t.Helper()
+	for seed := int64(1); seed <= 1000; seed++ {
+		d := o
+		d.Seed = seed
+		d = d.Defaults()
+		sched, err := schedule.Generate(schedule.Params{Seed: seed, Duration: d.Duration, Nodes: d.Nodes, Kinds: d.Faults,
+			Interval: d.Interval, Length: d.FaultLength, AllowTotal: *d.AllowTotal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[schedule.Kind]bool{}
+		for _, f := range sched.Faults {
+			got[f.Kind] = true
+		}
+		all := true
+		for _, k := range want {
+			all = all && got[k]
+		}
+		if all {
+			return seed
+		}
+	}
+	t.Fatalf("no seed in 1..1000 schedules all of %v", want)
+	return 0
+}
+
+// TestRunRealCluster runs the runner against a real three-node iggo
+// cluster (local processes; network namespaces when this runs as root
+// with ip and nft, else loopback without network faults) with kill -9,
+// SIGSTOP/SIGCONT and a partition when namespaces are available. Every
+// check must pass: no acknowledged message lost or duplicated,
+// per-partition order, offsets never reused, group offsets monotonic,
+// metadata linearizable, and the cluster serves again after healing with
+// every node holding every message.
+//
+// Wipes (--fresh) and corruption are left to the campaigns (make chaos
+// CHAOS_ARGS="--nodes 3 --faults all"): a replica that rejoins empty can
+// keep one partition empty for good (campaign seed 1019: the wiped node
+// had been the partition's primary; it reached normal status in the next
+// view knowing commit 1991 and neither repaired nor transferred), which
+// fails the final reads.
+func TestRunRealCluster(t *testing.T) {
+	kinds := []schedule.Kind{schedule.Kill, schedule.Pause}
+	if err := fault.NetnsAvailable(); err == nil {
+		kinds = append(kinds, schedule.Partition)
+	} else {
+		t.Logf("no partitions: %v", err)
+	}
+	o := fakeOptions(t, 0, kinds...)
+	o.Fake = false
+	o.Server = harness.Binary(t)
+	o.Nodes = 3
+	o.Duration = 14 * time.Second
+	o.Interval = time.Second
+	o.FaultLength = 1500 * time.Millisecond
+	o.LivenessDeadline = 30 * time.Second
+	o.ConvergeTimeout = 30 * time.Second
+	o.OpTimeout = 2 * time.Second
+	o.Seed = clusterSeed(t, o, kinds...)
+	s := runOK(t, o)
+	mustHaveInjected(t, s, kinds...)
+	if s.Network == NetworkNetns != slices.Contains(kinds, schedule.Partition) {
+		t.Fatalf("network %s with faults %v", s.Network, kinds)
+	}
+	if !s.Valid || len(s.FaultErrors) != 0 {
+		var sb strings.Builder
+		s.Print(&sb)
+		t.Fatalf("the iggo cluster failed the checks (seed %d):\n%s", s.Seed, sb.String())
 	}
 }

@@ -129,10 +129,12 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	defer c.close()
 	fmt.Fprintf(o.Out, "chaos %s: %d node(s), network %s, %d faults scheduled over %v, work dir %s\n",
 		runID, o.Nodes, c.netKind, len(sched.Faults), o.Duration, workDir)
-	for i := range c.nodes {
-		if err := c.start(ctx, i, false); err != nil {
-			return s, err
-		}
+	all := make([]int, len(c.nodes))
+	for i := range all {
+		all[i] = i
+	}
+	if err := c.startAll(ctx, all); err != nil {
+		return s, err
 	}
 
 	tag := binary.LittleEndian.Uint32(raw[:])

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/tests/chaos/check"
 	"github.com/iggo/iggo/tests/chaos/fakenode"
 	"github.com/iggo/iggo/tests/chaos/fault"
@@ -226,19 +228,39 @@ func TestNemesisRecordsCrashes(t *testing.T) {
 	}
 }
 
+// TestServerConfigRoster: the generated configurations load and validate
+// with the server's own loader, every node's file carries the same roster
+// (client, replica and gossip ports), the pre-shared key and cluster mode,
+// and each binds its own client address; one node runs without cluster
+// mode.
 func TestServerConfigRoster(t *testing.T) {
-	c := &cluster{listen: []string{"10.1.1.1:8090", "10.1.1.2:8090", "10.1.1.3:8090"}, replica: []string{"10.1.1.1:9090", "10.1.1.2:9090", "10.1.1.3:9090"}}
-	got := c.serverConfig("/d")
-	for _, want := range []string{`path = "/d"`, "enabled = true\nname = \"iggo-chaos\"", `ip = "10.1.1.3"`, "replica_id = 2", "ports = { tcp = 8090, tcp_replica = 9090 }"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("config lacks %q:\n%s", want, got)
+	c := &cluster{listen: []string{"10.1.1.1:8090", "10.1.1.2:8090", "10.1.1.3:8090"},
+		replica: []string{"10.1.1.1:9090", "10.1.1.2:9090", "10.1.1.3:9090"},
+		gossip:  []string{"10.1.1.1:10090", "10.1.1.2:10090", "10.1.1.3:10090"}}
+	dir := t.TempDir()
+	for i := range c.listen {
+		got := c.serverConfig(i, "/d")
+		path := filepath.Join(dir, fmt.Sprintf("n%d.toml", i))
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, warnings, err := config.LoadFrom(path, nil)
+		if err != nil || len(warnings) != 0 {
+			t.Fatalf("node %d config does not load: %v %v\n%s", i, err, warnings, got)
+		}
+		if !cfg.Cluster.Enabled || cfg.Cluster.Name != "iggo-chaos" || !cfg.Cluster.Auth.Enabled || len(cfg.Cluster.Auth.SharedSecret) < config.SharedSecretMinBytes ||
+			cfg.Path != "/d" || cfg.TCP.Address != c.listen[i] || len(cfg.Cluster.Nodes) != 3 {
+			t.Fatalf("node %d config %+v", i, cfg)
+		}
+		for j, n := range cfg.Cluster.Nodes {
+			g, _ := n.GossipPort()
+			if n.ReplicaID != j || n.IP != fmt.Sprintf("10.1.1.%d", j+1) || *n.Ports.TCP != 8090 || *n.Ports.TCPReplica != 9090 || g != 10090 {
+				t.Errorf("node %d roster entry %d: %+v", i, j, n)
+			}
 		}
 	}
-	if strings.Contains(got, "address =") {
-		t.Errorf("a cluster config must take addresses from the roster:\n%s", got)
-	}
-	one := &cluster{listen: []string{"127.0.0.1:5000"}, replica: []string{"127.0.0.1:5001"}}
-	if got := one.serverConfig("/d"); !strings.Contains(got, `address = "127.0.0.1:5000"`) || !strings.Contains(got, "enabled = false") {
+	one := &cluster{listen: []string{"127.0.0.1:5000"}, replica: []string{"127.0.0.1:5001"}, gossip: []string{"127.0.0.1:5002"}}
+	if got := one.serverConfig(0, "/d"); !strings.Contains(got, `address = "127.0.0.1:5000"`) || strings.Contains(got, "[cluster") {
 		t.Errorf("single-node config:\n%s", got)
 	}
 }

@@ -202,6 +202,10 @@ func (w *Workload) clientConfig(addrs []string) client.Config {
 	return cfg
 }
 
+// invalidCredentialsGrace is how long dial keeps retrying logins refused
+// with InvalidCredentials before it gives up.
+const invalidCredentialsGrace = 10 * time.Second
+
 // dial connects, retrying until ctx ends. Each attempt starts from a
 // random node (the client tries only its first address when it does not
 // reconnect by itself; the leader check then moves it to the leader).
@@ -211,6 +215,7 @@ func (w *Workload) clientConfig(addrs []string) client.Config {
 // jitter instead of giving up and piling on.
 func (w *Workload) dial(ctx context.Context, addrs []string, rng *rand.Rand) (*client.Client, error) {
 	backoff := 100 * time.Millisecond
+	var badCreds time.Time
 	for {
 		first := rng.IntN(len(addrs))
 		cfg := w.clientConfig(append(slices.Clone(addrs[first:]), addrs[:first]...))
@@ -229,8 +234,17 @@ func (w *Workload) dial(ctx context.Context, addrs []string, rng *rand.Rand) (*c
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		// A cluster node that rejoins empty (--fresh, a refilled
+		// partition's node) knows no users until its metadata caught up:
+		// wrong credentials are final only when they persist.
 		if wire.HasCode(err, wire.CodeInvalidCredentials) {
-			return nil, err
+			if badCreds.IsZero() {
+				badCreds = time.Now()
+			} else if time.Since(badCreds) > invalidCredentialsGrace {
+				return nil, err
+			}
+		} else {
+			badCreds = time.Time{}
 		}
 		sleep(ctx, backoff/2+time.Duration(rng.Int64N(int64(backoff))))
 		backoff = min(2*backoff, 2*time.Second)
@@ -475,7 +489,8 @@ func (w *Workload) producer(ctx context.Context, i, pid int, rng *rand.Rand) {
 	for k.next(ctx) {
 		n := 1 + rng.IntN(w.cfg.BatchMax)
 		part := uint32(rng.IntN(w.cfg.Partitions))
-		for attempt := 1; attempt <= w.cfg.MaxAttempts && ctx.Err() == nil; attempt++ {
+		// A failed redial (k.c nil) ends the attempts: next ends the worker.
+		for attempt := 1; attempt <= w.cfg.MaxAttempts && ctx.Err() == nil && k.c != nil; attempt++ {
 			if w.send(ctx, k, producer, part, seq, n, uint32(attempt)) == history.OK {
 				break
 			}
