@@ -161,7 +161,12 @@
 // fetches that peer's latest checkpoint (state transfer: RequestManifest,
 // Manifest, then RequestChunk/Chunk for each artifact in turn, each artifact
 // verified against its XXH3-128), asks the node to install it (Install /
-// InstallDone) and continues with journal repair above it.
+// InstallDone) and continues with journal repair above it. Once the state
+// record naming the installed checkpoint is durable the journal drops what the
+// checkpoint covers; ops above it that the journal already holds, chained to
+// it, stay where they are (a truncate to the checkpoint would drop ops the
+// replica may have acknowledged in its durable log_view, even if it appended
+// them again at once).
 //
 // Every CheckpointInterval applied ops the replica asks the node for a
 // checkpoint; once the state record naming it is durable, the journal may

@@ -122,6 +122,11 @@ type Replica struct {
 	ackDirty            bool   // a cumulative PrepareOk is owed
 	primaryHead         uint64 // the primary's head as its heartbeats report it
 	journalResetPending bool   // state transfer: journal reset waits for the state write
+	// journalKeepTail: the installed checkpoint lies inside the journal and
+	// the journaled ops above it chain to it, so the reset only discards the
+	// prefix the checkpoint covers and keeps the tail: truncating it would
+	// drop ops this replica acknowledged in its durable log_view.
+	journalKeepTail bool
 	// fenceHold: a boot that made the replica recovering_head keeps every
 	// journal operation (first the truncate of the tail it can no longer
 	// vouch for) in heldJournal, in order, until a state record written

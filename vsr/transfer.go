@@ -66,6 +66,13 @@ func (r *Replica) CheckpointDone(op uint64, m Manifest, err error) {
 func (r *Replica) afterStateDurable() {
 	if r.journalResetPending && r.durable.Checkpoint >= r.checkpoint {
 		r.journalResetPending = false
+		if r.journalKeepTail && r.journalHead > r.checkpoint {
+			r.journalKeepTail = false
+			r.journalOp(JournalOp{Kind: JournalDiscard, Op: r.checkpoint})
+			r.journalFloor, r.discarded = r.checkpoint+1, r.checkpoint
+			return
+		}
+		r.journalKeepTail = false
 		r.journalOp(JournalOp{Kind: JournalTruncate, Op: r.checkpoint})
 		r.journalOp(JournalOp{Kind: JournalDiscard, Op: r.checkpoint})
 		r.journalHead, r.durableHead, r.journalFloor = r.checkpoint, r.checkpoint, 0
@@ -382,9 +389,22 @@ func (r *Replica) InstallDone(op uint64, err error) {
 		}
 	}
 	r.expireOrphans(man.Op)
-	for o := man.Op + 1; o <= r.op; o++ {
-		if s := r.slotAt(o); s != nil {
-			s.j, s.reading = jNone, false
+	// Ops above the checkpoint that the journal already holds, chained to
+	// it, stay there: re-appending them after a truncate to the checkpoint
+	// would leave them off the disk for a while, and a crash then would
+	// bring the replica back in the same log_view without ops it had
+	// acknowledged (sim seed 4002830).
+	keep := false
+	if r.journalHead > man.Op && r.journalFloor != 0 && r.journalFloor <= man.Op+1 {
+		next := r.slotAt(man.Op + 1)
+		keep = next != nil && next.j != jNone && next.h.Parent() == man.Identity
+	}
+	r.journalKeepTail = keep
+	if !keep {
+		for o := man.Op + 1; o <= r.op; o++ {
+			if s := r.slotAt(o); s != nil {
+				s.j, s.reading = jNone, false
+			}
 		}
 	}
 	r.commitMin = man.Op
@@ -399,7 +419,20 @@ func (r *Replica) InstallDone(op uint64, err error) {
 	if r.anchorOp <= man.Op {
 		r.anchorOp, r.anchorID = 0, Checksum{}
 	}
-	if r.journalHead < man.Op {
+	if keep {
+		// Ops up to the checkpoint count as durable now; the tail's own
+		// appends complete as before.
+		if r.durableHead < man.Op {
+			r.durableHead = man.Op
+			for r.durableHead < r.journalHead {
+				next := r.slotAt(r.durableHead + 1)
+				if next == nil || next.j != jDurable {
+					break
+				}
+				r.durableHead++
+			}
+		}
+	} else if r.journalHead < man.Op {
 		// The journal restarts after the checkpoint (once the state record
 		// naming it is durable); until then nothing is appended.
 		r.journalHead, r.durableHead = man.Op, man.Op
