@@ -131,6 +131,8 @@ var regressionSeeds = []struct {
 	{2078896, "a backup missing only its anchor op (identity known from the start_view) asked nobody but the primary, whose copy was corrupt and, being applied, never repaired (regress_anchor_repair_any_peer)"},
 	{2020831, "a view change issued the journal truncate of its divergent suffix with, not after, the state record of its new log_view; a crash kept the truncate and lost the record, and the replica, back in the old log_view with a shorter journal, nacked ops it had acknowledged in it (regress_truncate_before_view)"},
 	{4002830, "a state transfer install whose checkpoint lay inside the journal truncated the journal to the checkpoint and re-appended the tail above it, dropping (for a crash to keep dropped) ops the replica had acknowledged in its durable log_view; the install now keeps that tail and only discards the prefix"},
+	{4208942, "as 4002830: a state transfer install inside the journal truncated acknowledged ops above the checkpoint (campaign after the fix: passes)"},
+	{4269188, "as 4002830, with the acknowledged tail starting several ops above the checkpoint"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
