@@ -71,6 +71,18 @@ func TestMeshExchangesFramesBothWays(t *testing.T) {
 	for round := 0; round < 4; round++ {
 		exchange(t, c, round)
 	}
+	// A sender counts a frame once its write returned, which can be after
+	// the receiver already delivered it: wait for the counters to settle.
+	eventually(t, "frame counters settle at 4 each way", func() bool {
+		for _, n := range c.nodes {
+			for _, p := range n.tr.Stats().Peers {
+				if p.FramesOut != 4 || p.FramesIn != 4 {
+					return false
+				}
+			}
+		}
+		return true
+	})
 	for i, n := range c.nodes {
 		s := n.tr.Stats()
 		for _, p := range s.Peers {
