@@ -159,9 +159,7 @@ func (lm *logMachine) Append(t *rapid.T) {
 // StageAppend runs a shard loop iteration: the append staged in a batch,
 // sometimes with the group commit in the same submission.
 func (lm *logMachine) StageAppend(t *rapid.T) {
-	if lm.planned != nil {
-		t.Skip("plan outstanding")
-	}
+	lm.finishPlan(t)
 	var recs [][]byte
 	next := lm.m.nextOffset()
 	for i := rapid.IntRange(1, 4).Draw(t, "records"); i > 0; i-- {
@@ -241,9 +239,7 @@ func (lm *logMachine) AppendInvalid(t *rapid.T) {
 }
 
 func (lm *logMachine) Sync(t *rapid.T) {
-	if lm.planned != nil {
-		t.Skip("plan outstanding")
-	}
+	lm.finishPlan(t)
 	if err := lm.l.Sync(); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -251,9 +247,7 @@ func (lm *logMachine) Sync(t *rapid.T) {
 }
 
 func (lm *logMachine) PlanSync(t *rapid.T) {
-	if lm.planned != nil {
-		t.Skip("plan outstanding")
-	}
+	lm.finishPlan(t)
 	p, err := lm.l.PlanSync()
 	if err != nil {
 		t.Fatalf("plan: %v", err)
@@ -264,9 +258,25 @@ func (lm *logMachine) PlanSync(t *rapid.T) {
 	}
 }
 
+// CompleteSync completes the outstanding sync plan, planning one first
+// when none is outstanding.
 func (lm *logMachine) CompleteSync(t *rapid.T) {
 	if lm.planned == nil {
-		t.Skip("no plan")
+		p, err := lm.l.PlanSync()
+		if err != nil {
+			t.Fatalf("plan: %v", err)
+		}
+		lm.planned, lm.plannedNext = &p, lm.m.nextOffset()
+	}
+	lm.finishPlan(t)
+}
+
+// finishPlan completes an outstanding sync plan (as the shard loop does
+// once the group commit's fdatasyncs return) before an action that the log
+// refuses, or that the model cannot describe, while one is outstanding.
+func (lm *logMachine) finishPlan(t *rapid.T) {
+	if lm.planned == nil {
+		return
 	}
 	p := *lm.planned
 	for _, f := range p.Files {
@@ -413,9 +423,7 @@ func (lm *logMachine) LocateTimestamp(t *rapid.T) {
 }
 
 func (lm *logMachine) DeleteOldest(t *rapid.T) {
-	if lm.planned != nil {
-		t.Skip("plan outstanding")
-	}
+	lm.finishPlan(t)
 	n := rapid.IntRange(0, 3).Draw(t, "n")
 	got, err := lm.l.DeleteOldestSegments(n)
 	if err != nil {
@@ -429,9 +437,7 @@ func (lm *logMachine) DeleteOldest(t *rapid.T) {
 }
 
 func (lm *logMachine) DeleteExpired(t *rapid.T) {
-	if lm.planned != nil {
-		t.Skip("plan outstanding")
-	}
+	lm.finishPlan(t)
 	cutoff := rapid.Uint64Range(0, lm.ts+2).Draw(t, "cutoff")
 	got, err := lm.l.DeleteExpiredSegments(cutoff)
 	if err != nil {
@@ -455,9 +461,7 @@ func (lm *logMachine) DeleteExpired(t *rapid.T) {
 }
 
 func (lm *logMachine) DeleteToFit(t *rapid.T) {
-	if lm.planned != nil {
-		t.Skip("plan outstanding")
-	}
+	lm.finishPlan(t)
 	var total int64
 	for _, s := range lm.m.segs {
 		total += s.size
@@ -479,9 +483,7 @@ func (lm *logMachine) DeleteToFit(t *rapid.T) {
 }
 
 func (lm *logMachine) Purge(t *rapid.T) {
-	if lm.planned != nil {
-		t.Skip("plan outstanding")
-	}
+	lm.finishPlan(t)
 	next := lm.m.nextOffset() + rapid.Uint64Range(0, 5).Draw(t, "skip")
 	if next > 0 && rapid.IntRange(0, 4).Draw(t, "backwards") == 0 && lm.m.nextOffset() > 0 {
 		if err := lm.l.Purge(lm.m.nextOffset() - 1); !errors.Is(err, ErrOffsetReuse) {
