@@ -380,7 +380,7 @@ func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
 	if p.sh.n.replicaCount > 1 {
 		// The replica keeps the prepare body for retransmission and
 		// repair, and peers verify it against its checksum: stamp a copy.
-		body = bytes.Clone(body)
+		body = append(p.sh.stamps.get(len(body))[:0], body...)
 		if v, err = wire.ParseBatch(body); err != nil {
 			panic(fmt.Sprintf("replica: partition %s op %d: copied batch does not parse: %v", p.ns, h.Op(), err))
 		}
@@ -391,6 +391,9 @@ func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
 	switch {
 	case base+n <= p.written:
 		// Already in the segments: a replay after restart.
+		if p.sh.n.replicaCount > 1 {
+			p.sh.stamps.put(body)
+		}
 	case base < p.written:
 		panic(fmt.Sprintf("replica: partition %s op %d: batch [%d, %d) straddles the segment end %d",
 			p.ns, h.Op(), base, base+n, p.written))
@@ -410,6 +413,19 @@ func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
 	return reply
 }
 
+// releaseWritten hands the first n pending records, whose segment write has
+// finished, back to the shard's stamp pool (a replicated partition's records
+// are its own stamped copies; a single node's alias the prepare bodies and
+// are only dropped).
+func (p *partition) releaseWritten(n int) {
+	if p.sh.n.replicaCount > 1 {
+		for _, b := range p.pending[:n] {
+			p.sh.stamps.put(b)
+		}
+	}
+	clear(p.pending[:n])
+}
+
 func codeReply(code uint32) []byte { return binary.LittleEndian.AppendUint32(make([]byte, 0, 4), code) }
 
 // flushSegments writes this partition's pending records now (outside the
@@ -425,7 +441,7 @@ func (p *partition) flushSegments() {
 		if ferr := p.seg.FinishAppend(err); ferr != nil {
 			panic(fmt.Sprintf("replica: partition %s: segment append failed: %v", p.ns, ferr))
 		}
-		clear(p.pending[:st.Records])
+		p.releaseWritten(st.Records)
 		p.pending = p.pending[st.Records:]
 	}
 	p.pending = nil

@@ -111,6 +111,7 @@ type shardLoop struct {
 	deliver    []*task
 	callbacks  []*task
 	outbox     []outTask
+	stamps     stampPool
 }
 
 type outTask struct {
@@ -119,8 +120,10 @@ type outTask struct {
 }
 
 func newShardLoop(n *Node, id int, fsys vfs.ShardFS) *shardLoop {
+	mp := n.cfg.MemoryPool
 	return &shardLoop{n: n, id: id, fs: fsys, log: n.log.With(zap.Int("shard", id)),
-		groups: map[uint64]*group{}, parts: map[shard.Namespace]*partition{}}
+		groups: map[uint64]*group{}, parts: map[shard.Namespace]*partition{},
+		stamps: newStampPool(mp.Enabled, int64(mp.Size), mp.BucketCapacity, max(len(n.shards), 1))}
 }
 
 // Handle implements shard.Handler: everything one wake-up brought, then the
@@ -363,7 +366,7 @@ func (sh *shardLoop) flushSegments() {
 				p.pending = nil
 				continue
 			}
-			clear(p.pending[:s.n])
+			p.releaseWritten(s.n)
 			p.pending = p.pending[s.n:]
 			if len(p.pending) > 0 {
 				if !p.queued {

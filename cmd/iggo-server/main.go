@@ -11,6 +11,7 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -58,6 +59,11 @@ func run() int {
 	}
 	for _, w := range warnings {
 		log.Warn("configuration", zap.String("warning", w))
+	}
+	// The collector target is process-wide, so it is set here rather than
+	// in replica.New (tests run several nodes in one process).
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(cfg.Runtime.GCPercent)
 	}
 	n, err := replica.New(replica.Options{Config: cfg, ReplicaID: *replicaID, Fresh: *fresh,
 		DefaultRootCredentials: *defaultRoot, Logger: log})

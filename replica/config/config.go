@@ -182,6 +182,10 @@ type TelemetryEndpointConfig struct {
 
 type RuntimeConfig struct {
 	Path string `toml:"path"`
+	// GCPercent is the Go garbage collector's target (GOGC) the server
+	// sets at start; -1 turns the collector off. The GOGC environment
+	// variable, when set, wins. iggo key.
+	GCPercent int `toml:"gc_percent"`
 }
 
 type LoggingConfig struct {

@@ -10,9 +10,10 @@
 // [system] table is gone). Keys for features iggo does not implement yet
 // ([http], [quic], [websocket], [telemetry], [encryption]) are parsed and
 // validated like the rest; their transports default to enabled = false and
-// enabling one yields a warning, not a listener. iggo adds two keys,
-// sharding.batch_max and cluster.nodes[].ports.gossip (the memberlist port;
-// unset, tcp_replica + GossipPortOffset).
+// enabling one yields a warning, not a listener. iggo adds three keys,
+// sharding.batch_max, runtime.gc_percent (the Go collector's GOGC target)
+// and cluster.nodes[].ports.gossip (the memberlist port; unset, tcp_replica
+// + GossipPortOffset).
 //
 // # Loading
 //

@@ -49,6 +49,7 @@ func TestDefaultsLoad(t *testing.T) {
 		{"quic.enabled", cfg.QUIC.Enabled, false},
 		{"websocket.enabled", cfg.WebSocket.Enabled, false},
 		{"runtime.path", cfg.Runtime.Path, "runtime"},
+		{"runtime.gc_percent", cfg.Runtime.GCPercent, 400},
 		{"logging.path", cfg.Logging.Path, "logs"},
 		{"logging.max_file_size", cfg.Logging.MaxFileSize, 500 * MB},
 		{"logging.retention", cfg.Logging.Retention.Duration, 7 * 24 * time.Hour},
@@ -217,6 +218,7 @@ ports = { tcp = 8090, tcp_replica = 9090 }
 		"IGGY_PATH=/data/node-2",
 		"IGGY_SHARDING_CPU_ALLOCATION=numa:nodes=0;cores=1",
 		"IGGY_SHARDING_PIN_CORES=false",
+		"IGGY_RUNTIME_GC_PERCENT=-1",
 		"IGGY_CLUSTER_ENABLED=true",
 		"IGGY_CLUSTER_HEARTBEAT_TIMEOUT=10s",
 		"IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE=32 MiB",
@@ -253,6 +255,9 @@ ports = { tcp = 8090, tcp_replica = 9090 }
 	}
 	if cfg.Sharding.CPUAllocation.String() != "numa:nodes=0;cores=1;no_ht=true" || cfg.Sharding.PinCores {
 		t.Fatalf("sharding %+v", cfg.Sharding)
+	}
+	if cfg.Runtime.GCPercent != -1 {
+		t.Fatalf("runtime.gc_percent from the environment: %d", cfg.Runtime.GCPercent)
 	}
 	if cfg.Cluster.HeartbeatTimeout.Duration != 10*time.Second || cfg.MessageBus.MaxMessageSize != 32*MiB {
 		t.Fatalf("cluster/bus: %v %v", cfg.Cluster.HeartbeatTimeout, cfg.MessageBus.MaxMessageSize)

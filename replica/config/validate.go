@@ -153,6 +153,9 @@ func (cfg *Config) validatePaths(c *checker) {
 		// resolve to the data directory or outside it.
 		c.fail("runtime.path", "must be a relative subdirectory of path (it is deleted and recreated at every start), got %q", rp)
 	}
+	if g := cfg.Runtime.GCPercent; g != -1 && (g < 25 || g > 100000) {
+		c.fail("runtime.gc_percent", "must be -1 (collector off) or 25..100000, got %d", g)
+	}
 	if cfg.Logging.FileEnabled && strings.TrimSpace(cfg.Logging.Path) == "" {
 		c.fail("logging.path", "must name a directory when logging.file_enabled is true")
 	}

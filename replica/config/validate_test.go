@@ -20,6 +20,7 @@ func sz(b ByteSize) *ByteSize { return &b }
 func TestValidBaselines(t *testing.T) {
 	for name, mut := range map[string]func(*Config){
 		"default":   func(*Config) {},
+		"gc off":    func(c *Config) { c.Runtime.GCPercent = -1 },
 		"clustered": clustered,
 		"clustered with auth and tls": func(c *Config) {
 			clustered(c)
@@ -184,6 +185,8 @@ func TestEveryRuleRefuses(t *testing.T) {
 		{"poll completions", func(c *Config) { c.Sharding.PollCompletionCapacity = 0 }, "sharding.poll_completion_capacity", "between 1 and"},
 		{"partition io", func(c *Config) { c.Sharding.PartitionIOCapacity = 0 }, "sharding.partition_io_capacity", "between 1 and"},
 		{"batch max", func(c *Config) { c.Sharding.BatchMax = 0 }, "sharding.batch_max", "between 1 and 1048576"},
+		{"gc percent low", func(c *Config) { c.Runtime.GCPercent = 10 }, "runtime.gc_percent", "-1 (collector off) or 25..100000"},
+		{"gc percent off is -1 only", func(c *Config) { c.Runtime.GCPercent = -2 }, "runtime.gc_percent", "-1 (collector off)"},
 		{"io bytes", func(c *Config) { c.Sharding.PartitionIOBytesMax = sz(0) }, "sharding.partition_io_bytes_max", "greater than zero when set"},
 		{"drain zero", func(c *Config) { c.Sharding.ShutdownDrainTimeout = D(0) }, "sharding.shutdown_drain_timeout", "at most 600 s"},
 		{"drain long", func(c *Config) {

@@ -1,0 +1,52 @@
+package replica
+
+// stampPool recycles the buffers a replicated partition stamps committed
+// batches into (applySend copies each prepare body so the replica keeps the
+// unstamped original for retransmission). Without it every committed batch
+// allocates its size again and the collector runs every few batches; with
+// it a steady producer reuses the same few buffers. A buffer comes back only
+// once its segment write has finished: nothing else references it then
+// (segments copy what they index, replies carry offsets only).
+//
+// It belongs to one shard loop and needs no lock. Idle buffers are bounded
+// by count and bytes, both from [memory_pool]: bucket_capacity buffers and
+// size divided among the shards; enabled = false turns pooling off.
+type stampPool struct {
+	free      [][]byte
+	idleBytes int
+	maxCount  int
+	maxBytes  int
+}
+
+func newStampPool(enabled bool, sizeBytes int64, bucketCapacity, shards int) stampPool {
+	if !enabled || shards < 1 || sizeBytes <= 0 || bucketCapacity <= 0 {
+		return stampPool{}
+	}
+	return stampPool{maxCount: bucketCapacity, maxBytes: int(sizeBytes / int64(shards))}
+}
+
+// get returns a buffer of length n, reusing the most recently returned one
+// when it is large enough (a producer's batches are usually alike in size;
+// a too small one is dropped for the collector).
+func (sp *stampPool) get(n int) []byte {
+	for len(sp.free) > 0 {
+		last := len(sp.free) - 1
+		b := sp.free[last]
+		sp.free[last] = nil
+		sp.free = sp.free[:last]
+		sp.idleBytes -= cap(b)
+		if cap(b) >= n {
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// put offers b back; it is dropped when the pool is off or full.
+func (sp *stampPool) put(b []byte) {
+	if b == nil || len(sp.free) >= sp.maxCount || sp.idleBytes+cap(b) > sp.maxBytes {
+		return
+	}
+	sp.free = append(sp.free, b[:0])
+	sp.idleBytes += cap(b)
+}
