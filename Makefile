@@ -32,22 +32,41 @@ cluster: build
 cluster-down:
 	./$(BIN)/iggo cluster down --dir $(CLUSTER_DIR)
 
-# Throughput of a 3-node local cluster (not part of `make test`): iggo bench
-# pp (pinned producer, 1 KB messages, batches of 1,000) against node 0 for a
-# replicated and then a persisted topic, each printing its summary. The
-# cluster runs under BENCH_CLUSTER_DIR on client ports BENCH_CLUSTER_PORT..
-# and is stopped and removed afterwards, also when a run fails.
+# Throughput of a single node and then a 3-node local cluster in one run
+# (not part of `make test`): iggo bench pp (BENCH_PRODUCERS pinned
+# producers, 1 KB messages, batches of 1,000, BENCH_CLUSTER_BATCHES batches
+# each) for a replicated and then a persisted topic, each printing its
+# summary. The single node serves on BENCH_CLUSTER_PORT+10; the cluster runs
+# under BENCH_CLUSTER_DIR on client ports BENCH_CLUSTER_PORT.., and the
+# producers connect to node BENCH_CLUSTER_NODE (0 forwards the sends of a
+# partition whose primary is elsewhere; the first partition's view-0
+# primary in a fresh local cluster is node 1). Everything is stopped and
+# removed afterwards, also when a run fails.
 BENCH_CLUSTER_DIR     ?= /tmp/iggo-bench-cluster
 BENCH_CLUSTER_PORT    ?= 27090
 BENCH_CLUSTER_BATCHES ?= 500
+BENCH_CLUSTER_NODE    ?= 0
+BENCH_PRODUCERS       ?= 1
 BENCH_CLUSTER_ARGS    ?=
 bench-cluster: build
 	@set -e; \
-	./$(BIN)/iggo cluster up --nodes 3 --dir $(BENCH_CLUSTER_DIR) --base-port $(BENCH_CLUSTER_PORT) --fresh; \
-	trap './$(BIN)/iggo cluster down --dir $(BENCH_CLUSTER_DIR) --purge' EXIT; \
+	single=$(BENCH_CLUSTER_DIR)-single; rm -rf $$single; mkdir -p $$single; \
+	trap 'kill $$spid 2>/dev/null || true; wait $$spid 2>/dev/null || true; rm -rf $$single; ./$(BIN)/iggo cluster down --dir $(BENCH_CLUSTER_DIR) --purge >/dev/null 2>&1 || true' EXIT; \
+	IGGY_PATH=$$single/data IGGY_TCP_ADDRESS=127.0.0.1:$$(($(BENCH_CLUSTER_PORT)+10)) \
+	  ./$(BIN)/iggo-server --with-default-root-credentials >$$single/server.log 2>&1 & spid=$$!; \
+	for i in $$(seq 1 100); do \
+	  ./$(BIN)/iggo --tcp-server-address 127.0.0.1:$$(($(BENCH_CLUSTER_PORT)+10)) ping -c 1 >/dev/null 2>&1 && break; sleep 0.2; \
+	done; \
 	for d in replicated persisted; do \
-	  echo "== 3-node cluster, $$d"; \
-	  ./$(BIN)/iggo --tcp-server-address 127.0.0.1:$(BENCH_CLUSTER_PORT) bench pp -p 1 -m 1000 -P 1000 \
+	  echo "== single node, $$d"; \
+	  ./$(BIN)/iggo --tcp-server-address 127.0.0.1:$$(($(BENCH_CLUSTER_PORT)+10)) bench pp -p $(BENCH_PRODUCERS) -m 1000 -P 1000 \
+	    -b $(BENCH_CLUSTER_BATCHES) --durability $$d --progress none --remark "single node" $(BENCH_CLUSTER_ARGS); \
+	done; \
+	kill $$spid; wait $$spid 2>/dev/null || true; \
+	./$(BIN)/iggo cluster up --nodes 3 --dir $(BENCH_CLUSTER_DIR) --base-port $(BENCH_CLUSTER_PORT) --fresh; \
+	for d in replicated persisted; do \
+	  echo "== 3-node cluster, $$d, producers on node $(BENCH_CLUSTER_NODE)"; \
+	  ./$(BIN)/iggo --tcp-server-address 127.0.0.1:$$(($(BENCH_CLUSTER_PORT)+$(BENCH_CLUSTER_NODE))) bench pp -p $(BENCH_PRODUCERS) -m 1000 -P 1000 \
 	    -b $(BENCH_CLUSTER_BATCHES) --durability $$d --progress none --remark "3-node local cluster" $(BENCH_CLUSTER_ARGS); \
 	done
 
