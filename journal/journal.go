@@ -90,6 +90,13 @@ type PartitionOptions struct {
 	FileSize int64
 	// MaxEntry bounds one entry's size; DefaultMaxEntry if 0.
 	MaxEntry int
+	// RecycleFiles is how many files retired by DiscardPrefix are kept
+	// (renamed "recycle-%020d.wal") to be renamed and overwritten by later
+	// rotations instead of creating fresh files, whose appends cost the
+	// kernel block allocation and, for fdatasync, a metadata update (see
+	// "Recycled files" in the package doc). 0 means Budget/FileSize (at
+	// least 1); a negative value disables recycling.
+	RecycleFiles int
 	// BeforeCut: as MetadataOptions.BeforeCut.
 	BeforeCut func(*Torn) error
 }
@@ -109,6 +116,13 @@ type Journal struct {
 	maxEntry int
 	// beforeCut is the caller's hook run before recovery cuts a torn tail.
 	beforeCut func(*Torn) error
+	// recycle bounds pool: retired partition files kept for reuse, by
+	// ascending maxOp.
+	recycle int
+	pool    []pooled
+	// Recycled counts rotations that reused a pooled file, Created those
+	// that created a fresh one (statistics for tests and benchmarks).
+	recycled, created uint64
 
 	files []*jfile
 	// ents holds ops base .. base+len(ents)-1. With no entries, the next
@@ -128,6 +142,7 @@ type Journal struct {
 	dirSync  uint64 // dirGen as of the last completed directory sync
 	failed   error
 	hdrs     []byte
+	marks    []byte
 	batch    vfs.Batch
 	readBuf  []byte
 	recovery *Recovery
@@ -138,7 +153,10 @@ type jfile struct {
 	path   string
 	f      vfs.File
 	first  uint64 // first op from the header or the name; 0 unknown
-	size   int64
+	size   int64  // end of the journal's data in the file
+	// phys is the file's size on disk: beyond size when a recycled file
+	// still holds stale bytes of an earlier incarnation after its data.
+	phys   int64
 	writes uint64 // bumped by each write
 	clean  uint64 // writes as of the last completed sync
 }
@@ -161,6 +179,12 @@ type region struct {
 	cursor     int64
 	next       uint64
 	endLink    Uint128 // prev link of the first good record after the run
+}
+
+// pooled is a retired partition file waiting in the recycle pool.
+type pooled struct {
+	path  string
+	maxOp uint64 // no record in the file has a higher op
 }
 
 // MetadataFile is the metadata journal's file name.
@@ -197,7 +221,7 @@ func OpenMetadata(fsys vfs.FS, dir string, opts MetadataOptions) (*Journal, *Rec
 func OpenPartition(fsys vfs.FS, dir string, opts PartitionOptions) (*Journal, *Recovery, error) {
 	j := &Journal{fs: fsys, dir: dir, kind: kindPartition,
 		budget: opts.Budget, fileSize: opts.FileSize, maxEntry: opts.MaxEntry,
-		beforeCut: opts.BeforeCut}
+		beforeCut: opts.BeforeCut, recycle: opts.RecycleFiles}
 	at := opts.CheckpointAt
 	if j.budget == 0 {
 		j.budget = DefaultBudget
@@ -216,6 +240,10 @@ func OpenPartition(fsys vfs.FS, dir string, opts PartitionOptions) (*Journal, *R
 		return nil, nil, fmt.Errorf("journal: invalid partition options %+v (budget must hold two maximal entries)", opts)
 	}
 	j.ckptAt = int64(float64(j.budget) * at)
+	if j.recycle == 0 {
+		j.recycle = int(max(1, j.budget/j.fileSize))
+	}
+	j.recycle = max(0, j.recycle)
 	if err := j.openFiles(); err != nil {
 		return nil, nil, err
 	}
@@ -224,6 +252,9 @@ func OpenPartition(fsys vfs.FS, dir string, opts PartitionOptions) (*Journal, *R
 
 func (j *Journal) finishOpen() (*Journal, *Recovery, error) {
 	rec, err := j.recover()
+	if err == nil {
+		err = j.trimPool()
+	}
 	if err != nil {
 		j.closeFiles()
 		return nil, nil, err
@@ -397,6 +428,8 @@ func (j *Journal) Append(entries ...Entry) error {
 		jf       *jfile
 		off, end int64
 		bufs     [][]byte
+		op       uint64 // the last record's op and link
+		link     Uint128
 	}
 	var writes []pending
 	var added []slot
@@ -435,12 +468,32 @@ func (j *Journal) Append(entries ...Entry) error {
 		added = append(added, slot{file: cur, off: cur.size, length: h.length, entry: h.entry, link: prev})
 		cur.size += h.total()
 		w.end = cur.size
+		w.op, w.link = e.Op, prev
+	}
+	if n := 0; j.kind == kindPartition {
+		for i := range writes {
+			w := &writes[i]
+			if w.end >= w.jf.phys || (i+1 < len(writes) && writes[i+1].jf == w.jf) {
+				continue
+			}
+			// Stale bytes of a recycled file follow: end the data with an
+			// end marker in the same write (see "Recycled files").
+			if len(j.marks) < (n+1)*RecordHeaderSize {
+				j.marks = append(j.marks, make([]byte, RecordHeaderSize)...)
+			}
+			m := j.marks[n*RecordHeaderSize : (n+1)*RecordHeaderSize]
+			n++
+			encodeRecordHeader(m, recordHeader{op: w.op, offset: w.end, synced: j.synced, prev: w.link, end: true})
+			w.bufs = append(w.bufs, m)
+		}
 	}
 	for _, w := range writes {
-		if _, err := w.jf.f.WritevAt(w.bufs, w.off); err != nil {
+		n, err := w.jf.f.WritevAt(w.bufs, w.off)
+		if err != nil {
 			return j.fail(fmt.Errorf("journal: appending to %s: %w", w.jf.path, err))
 		}
 		w.jf.writes++
+		w.jf.phys = max(w.jf.phys, w.off+int64(n))
 	}
 	if len(j.ents) == 0 {
 		j.base = entries[0].Op
@@ -458,19 +511,112 @@ func (j *Journal) newFile(op uint64, prev Uint128) (*jfile, []byte, error) {
 	}
 	name := partitionFileName(op)
 	path := filepath.Join(j.dir, name)
-	f, err := j.fs.OpenFile(path, vfs.O_RDWR|vfs.O_CREATE|vfs.O_EXCL, 0o644)
-	if err != nil {
-		return nil, nil, fmt.Errorf("journal: creating %s: %w", path, err)
+	jf := &jfile{name: name, path: path, first: op, size: FileHeaderSize}
+	if i := j.poolPick(op); i >= 0 {
+		// Recycle: rename a retired file to the new name and overwrite it
+		// from offset 0. The directory sync of the next SyncTo makes the
+		// rename durable before any op in the file is.
+		p := j.pool[i]
+		if _, err := j.fs.Stat(path); err == nil {
+			return nil, nil, fmt.Errorf("journal: recycling %s: %s exists", p.path, path)
+		}
+		if err := j.fs.Rename(p.path, path); err != nil {
+			return nil, nil, fmt.Errorf("journal: recycling %s as %s: %w", p.path, path, err)
+		}
+		j.pool = slices.Delete(j.pool, i, i+1)
+		j.dirGen++
+		f, err := j.fs.OpenFile(path, vfs.O_RDWR, 0)
+		if err != nil {
+			return nil, nil, fmt.Errorf("journal: opening recycled %s: %w", path, err)
+		}
+		phys, err := f.Size()
+		if err != nil {
+			_ = f.Close()
+			return nil, nil, fmt.Errorf("journal: opening recycled %s: %w", path, err)
+		}
+		jf.f, jf.phys = f, phys
+		j.recycled++
+	} else {
+		f, err := j.fs.OpenFile(path, vfs.O_RDWR|vfs.O_CREATE|vfs.O_EXCL, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("journal: creating %s: %w", path, err)
+		}
+		jf.f = f
+		j.created++
+		j.dirGen++
 	}
 	hdr := make([]byte, FileHeaderSize)
 	encodeFileHeader(hdr, fileHeader{kind: kindPartition, firstOp: op, prev: prev})
-	jf := &jfile{name: name, path: path, f: f, first: op, size: FileHeaderSize}
 	j.files = append(j.files, jf)
-	j.dirGen++
 	return jf, hdr, nil
 }
 
+// poolPick returns the index of a pooled file that may become the file
+// starting at op (every op it holds is below op, so none of its stale
+// records can pass for this incarnation's), or -1.
+func (j *Journal) poolPick(op uint64) int {
+	for i, p := range j.pool {
+		if p.maxOp < op {
+			return i
+		}
+	}
+	return -1
+}
+
+// retire takes a partition file out of the journal: into the recycle pool
+// when there is room, otherwise removed. maxOp bounds the ops it holds.
+// The caller syncs the directory.
+func (j *Journal) retire(f *jfile, maxOp uint64) error {
+	_ = f.f.Close()
+	j.dirGen++
+	name := recycleFileName(maxOp)
+	path := filepath.Join(j.dir, name)
+	if len(j.pool) < j.recycle && !slices.ContainsFunc(j.pool, func(p pooled) bool { return p.path == path }) {
+		if err := j.fs.Rename(f.path, path); err != nil {
+			return fmt.Errorf("journal: retiring %s: %w", f.path, err)
+		}
+		i, _ := slices.BinarySearchFunc(j.pool, maxOp, func(p pooled, op uint64) int { return cmpU64(p.maxOp, op) })
+		j.pool = slices.Insert(j.pool, i, pooled{path: path, maxOp: maxOp})
+		return nil
+	}
+	if err := j.fs.Remove(f.path); err != nil {
+		return fmt.Errorf("journal: discarding %s: %w", f.path, err)
+	}
+	return nil
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// trimPool, at open, removes pooled files beyond the recycle limit (all of
+// them when recycling is off).
+func (j *Journal) trimPool() error {
+	if len(j.pool) <= j.recycle {
+		return nil
+	}
+	for _, p := range j.pool[j.recycle:] {
+		if err := j.fs.Remove(p.path); err != nil {
+			return fmt.Errorf("journal: removing pooled %s: %w", p.path, err)
+		}
+	}
+	j.pool = j.pool[:j.recycle]
+	if err := j.fs.SyncDir(j.dir); err != nil {
+		return fmt.Errorf("journal: syncing %s: %w", j.dir, err)
+	}
+	return nil
+}
+
 func partitionFileName(op uint64) string { return fmt.Sprintf("%020d.wal", op) }
+
+// recycleFileName names a pooled file by the highest op it may hold.
+func recycleFileName(maxOp uint64) string { return fmt.Sprintf("recycle-%020d.wal", maxOp) }
 
 // SyncTicket is what SyncTo promises; hand it to SyncDone once the batch
 // it was added to has been submitted without error.
@@ -563,7 +709,7 @@ func (j *Journal) Read(op uint64) ([]byte, error) {
 		return nil, fmt.Errorf("journal: reading op %d from %s: %w", op, s.file.path, err)
 	}
 	h, err := decodeRecordHeader(buf, s.off, j.maxEntry)
-	if err != nil || h.op != op || h.length != s.length || h.entry != s.entry {
+	if err != nil || h.end || h.op != op || h.length != s.length || h.entry != s.entry {
 		return nil, fmt.Errorf("%w: op %d header in %s at %d: %v", ErrCorrupt, op, s.file.path, s.off, err)
 	}
 	entry := buf[RecordHeaderSize:]
@@ -640,11 +786,21 @@ func (j *Journal) TruncateFrom(op uint64) (uint64, error) {
 		j.dirGen++
 	}
 	j.files = keep
+	if len(drop) > 0 {
+		// The later files must be durably gone before the cut: a crash
+		// that kept the cut but not their removal would leave records
+		// whose sync promises cover the ops the cut removed, and recovery
+		// would report those ops as corruption.
+		if err := j.fs.SyncDir(j.dir); err != nil {
+			return op, j.fail(fmt.Errorf("journal: truncating: %w", err))
+		}
+		j.dirSync = j.dirGen
+	}
 	if cutFile != nil && cutOff < cutFile.size {
 		if err := cutFile.f.Truncate(cutOff); err != nil {
 			return op, j.fail(fmt.Errorf("journal: truncating %s: %w", cutFile.path, err))
 		}
-		cutFile.size = cutOff
+		cutFile.size, cutFile.phys = cutOff, cutOff
 		cutFile.writes++
 	}
 	j.ents = j.ents[:op-j.base]
@@ -728,11 +884,16 @@ func (j *Journal) DiscardPrefix(through uint64) error {
 		}
 		whole := (i+1 < len(j.files) && nextFirst <= through+1) || (len(j.ents) == 0 || through >= j.Last())
 		if whole {
-			_ = f.f.Close()
-			if err := j.fs.Remove(f.path); err != nil {
-				return j.fail(fmt.Errorf("journal: discarding %s: %w", f.path, err))
+			// Every op in the file is below the next file's first op, or
+			// (the last file) at most the last op or through; stale
+			// records of earlier incarnations are lower still.
+			maxOp := max(through, j.Last())
+			if i+1 < len(j.files) {
+				maxOp = nextFirst - 1
 			}
-			j.dirGen++
+			if err := j.retire(f, maxOp); err != nil {
+				return j.fail(err)
+			}
 			continue
 		}
 		keep = append(keep, f)

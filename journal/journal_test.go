@@ -192,7 +192,9 @@ func TestPartitionRotationDiscardBudget(t *testing.T) {
 		must(t, err)
 		var out []string
 		for _, e := range ents {
-			out = append(out, e.Name())
+			if _, ok := parsePartitionFileName(e.Name()); ok {
+				out = append(out, e.Name())
+			}
 		}
 		return out
 	}

@@ -16,6 +16,11 @@ const (
 
 	fileMagic   = "IGGOJRNL"
 	recordMagic = "IGJR"
+
+	// flagEnd marks an end marker: a record header with no entry that
+	// ends the data of a partition file whose later bytes are stale (a
+	// recycled file; see "Recycled files" in the package doc).
+	flagEnd = 1
 )
 
 // Kinds of journal file, stored in the file header.
@@ -76,6 +81,9 @@ type recordHeader struct {
 	synced uint64
 	entry  Uint128
 	prev   Uint128
+	// end: an end marker (flagEnd), not a record; op is the op of the
+	// record it follows, prev that record's link, length 0.
+	end bool
 }
 
 func (h recordHeader) link() Uint128 { return link(h.op, h.entry, h.prev) }
@@ -86,6 +94,9 @@ func encodeRecordHeader(b []byte, h recordHeader) {
 	clear(b[:RecordHeaderSize])
 	copy(b[16:20], recordMagic)
 	b[20] = Version
+	if h.end {
+		b[21] = flagEnd
+	}
 	binary.LittleEndian.PutUint64(b[24:], h.op)
 	binary.LittleEndian.PutUint64(b[32:], uint64(h.offset))
 	binary.LittleEndian.PutUint32(b[40:], h.length)
@@ -112,7 +123,7 @@ func decodeRecordHeader(b []byte, off int64, maxEntry int) (recordHeader, error)
 	if getU128(b) != sum128(b[16:]) {
 		return h, fmt.Errorf("%w: checksum", errBadHeader)
 	}
-	if b[20] != Version || b[21] != 0 || binary.LittleEndian.Uint16(b[22:]) != 0 ||
+	if b[20] != Version || b[21]&^flagEnd != 0 || binary.LittleEndian.Uint16(b[22:]) != 0 ||
 		binary.LittleEndian.Uint32(b[44:]) != 0 || binary.LittleEndian.Uint64(b[88:]) != 0 {
 		return h, fmt.Errorf("%w: version %d or reserved bytes", errBadHeader, b[20])
 	}
@@ -122,6 +133,10 @@ func decodeRecordHeader(b []byte, off int64, maxEntry int) (recordHeader, error)
 	h.synced = binary.LittleEndian.Uint64(b[48:])
 	h.entry = getU128(b[56:])
 	h.prev = getU128(b[72:])
+	h.end = b[21] == flagEnd
+	if h.end && (h.length != 0 || !h.entry.isZero()) {
+		return h, fmt.Errorf("%w: end marker with an entry", errBadHeader)
+	}
 	if h.offset != off {
 		return h, fmt.Errorf("%w: written for offset %d, found at %d", errBadHeader, h.offset, off)
 	}

@@ -120,6 +120,9 @@ func (r *reader) tryRecord(off int64, maxEntry int) (recordHeader, bool, error) 
 	if err != nil || off+h.total() > r.size {
 		return h, false, nil
 	}
+	if h.end {
+		return h, true, nil
+	}
 	sum, err := r.hash(off+RecordHeaderSize, int64(h.length))
 	if err != nil {
 		return h, false, err
@@ -127,8 +130,9 @@ func (r *reader) tryRecord(off int64, maxEntry int) (recordHeader, bool, error) 
 	return h, sum == h.entry, nil
 }
 
-// probe finds the first intact record starting at or after from, by
-// looking for the record magic (which sits 16 bytes into a header).
+// probe finds the first intact record (or end marker) starting at or after
+// from, by looking for the record magic (which sits 16 bytes into a
+// header).
 func (r *reader) probe(from int64, maxEntry int) (int64, recordHeader, bool, error) {
 	pos := from + 16
 	for pos+4 <= r.size {
@@ -180,13 +184,28 @@ type item struct {
 type fileScan struct {
 	hdr   fileHeader
 	hdrOK bool
+	// staleHdr: a partition file whose header is intact but belongs to an
+	// earlier incarnation (first op below the name's): a recycled file
+	// renamed for a rotation whose new header never reached the disk.
+	staleHdr bool
+	// end is where the file's data ends: its size, or an end marker.
+	end int64
 }
 
-// scan splits one file into intact records and damaged spans.
+// scan splits one file into intact records and damaged spans. In a
+// partition file it also applies the stale-record rule (see "Recycled
+// files" in the package doc): a record whose op is below the file's first
+// op, or not above an op already found in the file, is left over from an
+// earlier incarnation of a recycled file. It is never an item: its bytes
+// count as damage, so it is neither an entry nor, when recovery looks past
+// a damaged span, evidence of later data (a candidate or a sync promise).
+// An end marker right after a record, chaining to it, ends the file's data
+// cleanly; anywhere else it is damage too.
 func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) {
 	var fsc fileScan
 	r := &reader{f: jf.f, size: jf.size, buf: buf}
 	items := []item{{kind: itemStart, fi: fi}}
+	part := j.kind == kindPartition
 	if jf.size >= FileHeaderSize {
 		b, err := r.at(0, FileHeaderSize)
 		if err != nil {
@@ -195,26 +214,52 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 		fsc.hdr, err = decodeFileHeader(b)
 		fsc.hdrOK = err == nil && fsc.hdr.kind == j.kind &&
 			(j.kind != kindPartition || fsc.hdr.firstOp == jf.first)
+		fsc.staleHdr = err == nil && part && fsc.hdr.kind == kindPartition && fsc.hdr.firstOp < jf.first
 	}
+	var (
+		seen bool   // a record of this file was found
+		hi   uint64 // the highest op found in this file
+	)
+	usable := func(h recordHeader) bool {
+		return !h.end && (!part || (h.op >= jf.first && (!seen || h.op > hi)))
+	}
+	var prev recordHeader // the record that ends at pos, if havePrev
+	havePrev := false
 	pos := int64(FileHeaderSize)
+	fsc.end = jf.size
 	for pos < jf.size {
 		h, ok, err := r.tryRecord(pos, j.maxEntry)
 		if err != nil {
 			return fsc, nil, err
 		}
-		if ok {
+		if ok && h.end && part && havePrev && h.op == prev.op && h.prev == prev.link() {
+			fsc.end = pos
+			break
+		}
+		if ok && usable(h) {
 			items = append(items, item{kind: itemRecord, fi: fi, h: h, off: pos, end: pos + h.total()})
+			seen, hi = true, max(hi, h.op)
+			prev, havePrev = h, true
 			pos += h.total()
 			continue
 		}
-		next, _, found, err := r.probe(pos+1, j.maxEntry)
-		if err != nil {
-			return fsc, nil, err
-		}
-		if !found {
-			next = jf.size
+		next := jf.size
+		for from := pos + 1; ; {
+			c, ch, found, err := r.probe(from, j.maxEntry)
+			if err != nil {
+				return fsc, nil, err
+			}
+			if !found {
+				break
+			}
+			if usable(ch) {
+				next = c
+				break
+			}
+			from = c + 1
 		}
 		items = append(items, item{kind: itemDamage, fi: fi, off: pos, end: next})
+		havePrev = false
 		pos = next
 	}
 	return fsc, items, nil
@@ -250,6 +295,9 @@ func (j *Journal) openFiles() error {
 			if _, ok := parsePartitionFileName(e.Name()); ok && !e.IsDir() {
 				names = append(names, e.Name())
 			}
+			if op, ok := parseRecycleFileName(e.Name()); ok && !e.IsDir() {
+				j.pool = append(j.pool, pooled{path: filepath.Join(j.dir, e.Name()), maxOp: op})
+			}
 		}
 		sort.Strings(names)
 	}
@@ -273,6 +321,21 @@ func (j *Journal) openFiles() error {
 		j.files = append(j.files, jf)
 	}
 	return nil
+}
+
+// parseRecycleFileName recognises a pooled file. Recovery never reads one
+// as log: it goes back to the pool (or is removed beyond the limit).
+func parseRecycleFileName(name string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(name, "recycle-")
+	if !ok {
+		return 0, false
+	}
+	digits, ok = strings.CutSuffix(digits, ".wal")
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	op, err := strconv.ParseUint(digits, 10, 64)
+	return op, err == nil
 }
 
 func parsePartitionFileName(name string) (uint64, bool) {
@@ -302,6 +365,12 @@ func (j *Journal) recover() (*Recovery, error) {
 		}
 		scans = append(scans, fsc)
 		flat = append(flat, items...)
+	}
+	for fi, jf := range j.files {
+		// Bytes after an end marker are stale leftovers of a recycled
+		// file: not the journal's, but the next append overwrites them.
+		jf.phys = jf.size
+		jf.size = scans[fi].end
 	}
 
 	var (
@@ -431,6 +500,14 @@ func (j *Journal) recover() (*Recovery, error) {
 			removed[it.fi] = true
 			t.Removed = append([]string{j.files[it.fi].path}, t.Removed...)
 			cut = nil
+			if scans[it.fi].staleHdr {
+				// A recycled file renamed for a rotation whose new header
+				// never reached the disk: no sync has completed since the
+				// first write to it (that would have made the header
+				// durable), so neither it nor anything after it held an
+				// acknowledged op. Not a torn tail: it is removed quietly.
+				break
+			}
 		}
 		rep.Torn = t
 		break
@@ -449,7 +526,7 @@ func (j *Journal) recover() (*Recovery, error) {
 		if err := jf.f.Truncate(cut.off); err != nil {
 			return nil, fmt.Errorf("journal: cutting torn tail of %s: %w", jf.path, err)
 		}
-		jf.size = cut.off
+		jf.size, jf.phys = cut.off, cut.off
 	}
 	var kept []*jfile
 	for fi, jf := range j.files {
@@ -474,6 +551,7 @@ func (j *Journal) recover() (*Recovery, error) {
 				return nil, fmt.Errorf("journal: rewriting header of %s: %w", jf.path, err)
 			}
 			jf.size = max(jf.size, FileHeaderSize)
+			jf.phys = max(jf.phys, jf.size)
 			rep.HeadersRewritten = append(rep.HeadersRewritten, jf.path)
 		} else if j.kind == kindMetadata {
 			jf.first = scans[fi].hdr.firstOp
