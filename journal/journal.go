@@ -149,11 +149,11 @@ type Journal struct {
 }
 
 type jfile struct {
-	name   string
-	path   string
-	f      vfs.File
-	first  uint64 // first op from the header or the name; 0 unknown
-	size   int64  // end of the journal's data in the file
+	name  string
+	path  string
+	f     vfs.File
+	first uint64 // first op from the header or the name; 0 unknown
+	size  int64  // end of the journal's data in the file
 	// phys is the file's size on disk: beyond size when a recycled file
 	// still holds stale bytes of an earlier incarnation after its data.
 	phys   int64
