@@ -161,6 +161,15 @@ type jfile struct {
 	clean  uint64 // writes as of the last completed sync
 }
 
+// stamp is what records written into f carry in their file field: the
+// partition file's first op (its name), 0 in the metadata journal.
+func (f *jfile) stamp() uint64 {
+	if f.name == MetadataFile {
+		return 0
+	}
+	return f.first
+}
+
 type slot struct {
 	file   *jfile
 	off    int64
@@ -457,7 +466,7 @@ func (j *Journal) Append(entries ...Entry) error {
 		if len(writes) == 0 || writes[len(writes)-1].jf != cur || writes[len(writes)-1].end != cur.size {
 			writes = append(writes, pending{jf: cur, off: cur.size, end: cur.size})
 		}
-		h := recordHeader{op: e.Op, offset: cur.size, length: uint32(e.size()), synced: j.synced,
+		h := recordHeader{op: e.Op, offset: cur.size, length: uint32(e.size()), synced: j.synced, file: cur.stamp(),
 			entry: Checksum(e.Parts...), prev: prev}
 		hb := hdrs[i*RecordHeaderSize : (i+1)*RecordHeaderSize]
 		encodeRecordHeader(hb, h)
@@ -483,7 +492,8 @@ func (j *Journal) Append(entries ...Entry) error {
 			}
 			m := j.marks[n*RecordHeaderSize : (n+1)*RecordHeaderSize]
 			n++
-			encodeRecordHeader(m, recordHeader{op: w.op, offset: w.end, synced: j.synced, prev: w.link, end: true})
+			encodeRecordHeader(m, recordHeader{op: w.op, offset: w.end, synced: j.synced, prev: w.link, end: true,
+				file: w.jf.stamp()})
 			w.bufs = append(w.bufs, m)
 		}
 	}
@@ -837,7 +847,7 @@ func (j *Journal) Repair(op uint64, parts ...[]byte) error {
 	if op > j.base {
 		prev = j.ents[op-1-j.base].link
 	}
-	h := recordHeader{op: op, offset: rg.cursor, length: uint32(e.size()), synced: j.synced,
+	h := recordHeader{op: op, offset: rg.cursor, length: uint32(e.size()), synced: j.synced, file: rg.file.stamp(),
 		entry: Checksum(parts...), prev: prev}
 	end := rg.cursor + h.total()
 	last := op == rg.to

@@ -84,6 +84,9 @@ type recordHeader struct {
 	// end: an end marker (flagEnd), not a record; op is the op of the
 	// record it follows, prev that record's link, length 0.
 	end bool
+	// file: the first op of the partition file the record was written
+	// into (its incarnation); 0 in the metadata journal.
+	file uint64
 }
 
 func (h recordHeader) link() Uint128 { return link(h.op, h.entry, h.prev) }
@@ -103,6 +106,7 @@ func encodeRecordHeader(b []byte, h recordHeader) {
 	binary.LittleEndian.PutUint64(b[48:], h.synced)
 	putU128(b[56:], h.entry)
 	putU128(b[72:], h.prev)
+	binary.LittleEndian.PutUint64(b[88:], h.file)
 	putU128(b[0:], sum128(b[16:RecordHeaderSize]))
 }
 
@@ -124,7 +128,7 @@ func decodeRecordHeader(b []byte, off int64, maxEntry int) (recordHeader, error)
 		return h, fmt.Errorf("%w: checksum", errBadHeader)
 	}
 	if b[20] != Version || b[21]&^flagEnd != 0 || binary.LittleEndian.Uint16(b[22:]) != 0 ||
-		binary.LittleEndian.Uint32(b[44:]) != 0 || binary.LittleEndian.Uint64(b[88:]) != 0 {
+		binary.LittleEndian.Uint32(b[44:]) != 0 {
 		return h, fmt.Errorf("%w: version %d or reserved bytes", errBadHeader, b[20])
 	}
 	h.op = binary.LittleEndian.Uint64(b[24:])
@@ -134,6 +138,7 @@ func decodeRecordHeader(b []byte, off int64, maxEntry int) (recordHeader, error)
 	h.entry = getU128(b[56:])
 	h.prev = getU128(b[72:])
 	h.end = b[21] == flagEnd
+	h.file = binary.LittleEndian.Uint64(b[88:])
 	if h.end && (h.length != 0 || !h.entry.isZero()) {
 		return h, fmt.Errorf("%w: end marker with an entry", errBadHeader)
 	}

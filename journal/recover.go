@@ -221,7 +221,7 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 		hi   uint64 // the highest op found in this file
 	)
 	usable := func(h recordHeader) bool {
-		return !h.end && (!part || (h.op >= jf.first && (!seen || h.op > hi)))
+		return !h.end && (!part || (h.op >= jf.first && (!seen || h.op > hi) && (h.file == 0 || h.file == jf.first)))
 	}
 	var prev recordHeader // the record that ends at pos, if havePrev
 	havePrev := false
@@ -232,7 +232,7 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 		if err != nil {
 			return fsc, nil, err
 		}
-		if ok && h.end && part && havePrev && h.op == prev.op && h.prev == prev.link() {
+		if ok && h.end && part && havePrev && h.op == prev.op && h.prev == prev.link() && h.file == jf.first {
 			fsc.end = pos
 			break
 		}
