@@ -20,14 +20,21 @@ func TestModel(t *testing.T) {
 				fsys := vfs.NewFault(rapid.Uint64().Draw(rt, "seed"))
 				open := func(f vfs.FS) *Journal {
 					var j *Journal
+					var rep *Recovery
 					var err error
 					if partition {
-						j, _, err = OpenPartition(f, "/j", PartitionOptions{Budget: 32 << 10, FileSize: 2 << 10, MaxEntry: 1 << 10})
+						j, rep, err = OpenPartition(f, "/j", PartitionOptions{Budget: 32 << 10, FileSize: 2 << 10, MaxEntry: 1 << 10})
 					} else {
-						j, _, err = OpenMetadata(f, "/j", MetadataOptions{Slots: 24, CheckpointMargin: 4, MaxEntry: 1 << 10})
+						j, rep, err = OpenMetadata(f, "/j", MetadataOptions{Slots: 24, CheckpointMargin: 4, MaxEntry: 1 << 10})
 					}
 					if err != nil {
 						rt.Fatalf("open: %v", err)
+					}
+					// Every open here follows a process kill at most: every
+					// write is there, so every file ends cleanly (a recycled
+					// file at its end marker).
+					if rep.Torn != nil || len(rep.Faulty) != 0 {
+						rt.Fatalf("open after a kill: torn %+v faulty %+v", rep.Torn, rep.Faulty)
 					}
 					return j
 				}

@@ -286,6 +286,12 @@ func FuzzRecordHeader(f *testing.F) {
 	encodeRecordHeader(b, recordHeader{op: 7, offset: 64, length: 10, synced: 6, entry: Uint128{1, 2}, prev: Uint128{3, 4}})
 	f.Add(b, int64(64))
 	f.Add(make([]byte, RecordHeaderSize), int64(0))
+	stamped := make([]byte, RecordHeaderSize)
+	encodeRecordHeader(stamped, recordHeader{op: 9, offset: 64, length: 3, synced: 8, entry: Uint128{1, 2}, file: 9})
+	f.Add(stamped, int64(64))
+	end := make([]byte, RecordHeaderSize)
+	encodeRecordHeader(end, recordHeader{op: 9, offset: 460, synced: 8, prev: Uint128{3, 4}, end: true, file: 9})
+	f.Add(end, int64(460))
 	f.Fuzz(func(t *testing.T, b []byte, off int64) {
 		h, err := decodeRecordHeader(b, off, DefaultMaxEntry)
 		if err != nil {
