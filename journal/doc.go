@@ -27,9 +27,11 @@
 //     journal.wal.tmp, fsync, rename, directory fsync.
 //   - Partition (OpenPartition): a directory of files named by their first
 //     op, "%020d.wal", rotated after FileSize bytes (an entry that crosses
-//     it is written whole). DiscardPrefix deletes the files holding only
-//     discarded ops. A byte Budget bounds the files: CheckpointDue turns
-//     true at CheckpointAt of it, and appending beyond it is refused.
+//     it is written whole). DiscardPrefix retires the files holding only
+//     discarded ops: into the recycle pool (see "Recycled files"), or
+//     deleted when the pool is full or recycling is off. A byte Budget
+//     bounds the files: CheckpointDue turns true at CheckpointAt of it, and
+//     appending beyond it is refused (pooled files do not count).
 //
 // # File format (little-endian)
 //
@@ -54,7 +56,7 @@
 //	  0    16  header checksum: XXH3-128 of bytes [16, 96) of the header
 //	 16     4  magic "IGJR"
 //	 20     1  version = 1
-//	 21     1  flags, 0
+//	 21     1  flags: 0 a record, 1 an end marker (see "Recycled files")
 //	 22     2  reserved, 0
 //	 24     8  op
 //	 32     8  offset of this record in its file
@@ -64,7 +66,10 @@
 //	           returned) when this record was written
 //	 56    16  entry checksum: XXH3-128 of the entry bytes
 //	 72    16  prev link: the link of the record of op-1 (0: unknown)
-//	 88     8  reserved, 0
+//	 88     8  file stamp: in a partition file, the first op of the file
+//	           (its name) the record was written into; 0 in the metadata
+//	           journal (and in partition records of builds before
+//	           recycling)
 //	 96     -  entry bytes
 //
 // The link of a record is XXH3-128 of (op u64 ‖ entry checksum ‖ prev link):
@@ -107,6 +112,74 @@
 // although it was committed. The replica must be fenced (vsr's
 // Boot.HeadUncertain: it recovers its head from peers and never nacks ops
 // it may have acknowledged) before the tail is gone; see the next section.
+//
+// # Recycled files
+//
+// Appending into a fresh file costs the kernel block allocation, and its
+// fdatasync a metadata update; overwriting blocks a file already has is
+// several times cheaper (as in Pebble's and RocksDB's WAL recycling). So a
+// partition journal keeps up to RecycleFiles (PartitionOptions; default
+// Budget/FileSize, negative: off) retired files in a pool and overwrites
+// them instead of creating files:
+//
+//  1. Retire (DiscardPrefix): the file is closed and renamed
+//     "recycle-%020d.wal", the number being maxOp, an upper bound of every
+//     op the file holds (the next file's first op - 1, or for the last file
+//     max(through, last op)); the directory sync of DiscardPrefix makes it
+//     durable. A crash before that brings the old name back: its ops come
+//     back as held at or below the discard point, as for a deleted file,
+//     and the caller discards them again.
+//  2. Rotate (Append): a pooled file with maxOp below the new first op F is
+//     renamed "%020d.wal" of F (a pooled file never becomes a file whose
+//     ops it may already hold; none qualifies: a fresh file is created),
+//     then overwritten from offset 0 in one vectored write: the new 64-byte
+//     file header, the records, and, while the write ends before the file's
+//     old size, an end marker. The rename is made durable by the directory
+//     sync of the same SyncTo/Sync that syncs the file's first records, so
+//     no op in the file is acknowledged before its name is durable.
+//  3. Beyond the end of the new data the file holds stale bytes: records of
+//     earlier incarnations, intact (checksums pass, and with equal record
+//     sizes even the offset field matches).
+//
+// End marker: a 96-byte record header with flags 1, op = the op of the
+// record it follows, offset = where it stands, length 0, entry checksum 0,
+// prev link = the link of the record it follows, file stamp = the file's
+// first op, synced as for a record. Every write to a partition file that
+// ends before the file's size on disk carries one after its last record;
+// the next append overwrites it. It is valid only right after that record,
+// chaining to it; anywhere else it is damage.
+//
+// Stale-record rule (recovery, partition files): in the file named F a
+// record belongs to this incarnation only if its file stamp is F (or 0, an
+// older build's record), its op is at least F and greater than every op
+// already found in the file; the ops must further follow one by one and
+// chain, as everywhere. A record failing the rule is stale: never an
+// entry, and never evidence past damage (not a candidate to resume the log
+// after a damaged span, and its synced field is no sync promise), so its
+// bytes count as damage. A file's data ends:
+//
+//   - at its size, as in a fresh file;
+//   - at an end marker right after a record and chaining to it: a clean
+//     end, not a torn tail; the bytes after it are stale, stay on disk and
+//     are overwritten by later appends;
+//   - otherwise at damage (torn bytes, a stale record, a marker that does
+//     not chain), handled by the recovery rule above. The stale records
+//     after it promise nothing, so damage followed only by stale data is a
+//     torn tail (cut; the cut shortens the file), never corruption. Damage
+//     in the middle that later records of this incarnation promise is
+//     still reported faulty.
+//
+// A crash at any step of a rotation is thus recovered: the rename lost (the
+// file is still pooled); the rename kept but not the new header (the header
+// is intact with a first op below F: the file holds nothing of its new
+// incarnation, and since any completed sync would have made that header
+// durable, nothing in or after it was acknowledged: it is removed quietly,
+// not reported torn); the header kept but records partly (a torn tail: the
+// cut is reported as usual). A write of whole records whose end marker was
+// lost is reported torn too, conservatively (that write was not synced).
+//
+// Recovery puts pooled files back in the pool (removing those beyond
+// RecycleFiles) and never reads them as log.
 //
 // # Torn tails and the caller
 //
