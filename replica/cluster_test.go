@@ -619,7 +619,7 @@ func TestClusterRepairsCorruptJournal(t *testing.T) {
 		return checkPartition(ctx, tc.dial(victim), 0, 48)
 	})
 	tc.stop(victim)
-	files, err := filepath.Glob(filepath.Join(partitionDir(tc.dirs[victim], 0, 0, 0), "journal", "*.wal"))
+	files, err := filepath.Glob(filepath.Join(partitionDir(tc.dirs[victim], 0, 0, 0), "journal", "[0-9]*.wal"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("journal files: %v %v", files, err)
 	}

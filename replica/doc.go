@@ -235,6 +235,7 @@
 //	    incarnation                         partition revision, decimal
 //	    superblock, viewstate               as for metadata
 //	    journal/{first_op:020}.wal          partition prepare journal
+//	    journal/recycle-{max_op:020}.wal    retired journal file kept for reuse
 //	    {start_offset:020}.log / .index     segments (segment package)
 //	    checkpoint-{op:020}                 partition checkpoint, below
 //	    segments-{op:020}                   cluster mode: its segment list, below

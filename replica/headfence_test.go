@@ -72,7 +72,7 @@ func TestClusterTornJournalFences(t *testing.T) {
 
 	// Tear the victim's journal: cut its last file in the middle of a record
 	// a quarter from the end, as a power loss can leave it.
-	files, err := filepath.Glob(filepath.Join(partitionDir(tc.dirs[victim], 0, 0, 0), "journal", "*.wal"))
+	files, err := filepath.Glob(filepath.Join(partitionDir(tc.dirs[victim], 0, 0, 0), "journal", "[0-9]*.wal"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("journal files: %v %v", files, err)
 	}

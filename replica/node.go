@@ -352,6 +352,11 @@ func (n *Node) partitionJournalOptions(c vsr.Config) journal.PartitionOptions {
 	ops := int64(c.JournalSlots/2 + c.CheckpointInterval + c.PrepareQueueDepth + 2)
 	entry := int64(n.maxFrame) + 4096
 	budget := max(int64(n.cfg.Partition.WALBytesMax.Bytes()), ops*(entry+journal.RecordHeaderSize))
+	// RecycleFiles stays 0: the journal keeps up to Budget/FileSize retired
+	// files for reuse (appends overwrite allocated, cached blocks). The pool
+	// only ever holds files that were live at once, so the disk a partition
+	// journal uses stays within its budget; it just is not given back after
+	// a checkpoint.
 	return journal.PartitionOptions{Budget: budget, MaxEntry: int(entry)}
 }
 
