@@ -23,6 +23,10 @@ type crashRun struct {
 	seed      uint64
 	rng       *rand.Rand
 	partition bool
+	// fixed: every entry has the same size, so the records of every
+	// incarnation of a recycled file sit at the same offsets (stale
+	// records exactly where the next ones are expected).
+	fixed bool
 	m         crashModel
 }
 
@@ -58,7 +62,11 @@ func (r *crashRun) workload(j *Journal, steps int) uint64 {
 			var ents []Entry
 			for i := 0; i < n; i++ {
 				op := r.m.next + uint64(i)
-				b := content(op, r.rng.IntN(700), r.rng.Uint64())
+				size := r.rng.IntN(700)
+				if r.fixed {
+					size = 300
+				}
+				b := content(op, size, r.rng.Uint64())
 				ents = append(ents, split(r.rng, op, b))
 				r.m.content[op] = b
 				r.m.history[op] = b
@@ -175,8 +183,9 @@ func TestCrashConsistency(t *testing.T) {
 		seeds = 300
 	}
 	torn, halts := 0, 0
+	var recycled uint64 // rotations into recycled files
 	for seed := uint64(0); seed < uint64(seeds); seed++ {
-		r := &crashRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 77)), partition: seed%2 == 1,
+		r := &crashRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 77)), partition: seed%2 == 1, fixed: seed%4 == 3,
 			m: crashModel{content: map[uint64][]byte{}, history: map[uint64][]byte{}, next: 1}}
 		fsys := vfs.NewFault(seed)
 		j, _, err := r.open(fsys)
@@ -189,6 +198,7 @@ func TestCrashConsistency(t *testing.T) {
 			halts++
 		}
 		durable := r.workload(j, 10+r.rng.IntN(60))
+		recycled += j.recycled
 		img := fsys.Crash()
 		j2, rep, err := r.open(img)
 		if err != nil {
@@ -211,6 +221,7 @@ func TestCrashConsistency(t *testing.T) {
 			r.m.next = r.m.discarded + 1
 		}
 		durable = r.workload(j2, 5+r.rng.IntN(20))
+		recycled += j2.recycled
 		must(t, j2.Sync())
 		durable = j2.Synced()
 		j3, rep, err := r.open(img.Crash())
@@ -221,6 +232,10 @@ func TestCrashConsistency(t *testing.T) {
 	}
 	if torn == 0 || halts == 0 {
 		t.Fatalf("no torn tail in %d runs (%d halted): the test does not exercise recovery", seeds, halts)
+	}
+	t.Logf("%d torn tails, %d halts, %d rotations into recycled files", torn, halts, recycled)
+	if recycled < uint64(seeds)/10 {
+		t.Fatalf("%d rotations into recycled files in %d runs: the test does not exercise recycling", recycled, seeds)
 	}
 }
 
@@ -235,7 +250,7 @@ func TestCorruptionIsReportedNotLost(t *testing.T) {
 	}
 	faulty, repaired := 0, 0
 	for seed := uint64(0); seed < uint64(seeds); seed++ {
-		r := &crashRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 78)), partition: seed%2 == 0,
+		r := &crashRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 78)), partition: seed%2 == 0, fixed: seed%4 == 2,
 			m: crashModel{content: map[uint64][]byte{}, history: map[uint64][]byte{}, next: 1}}
 		fsys := vfs.NewFault(seed)
 		j, _, err := r.open(fsys)
