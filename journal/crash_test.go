@@ -27,7 +27,7 @@ type crashRun struct {
 	// incarnation of a recycled file sit at the same offsets (stale
 	// records exactly where the next ones are expected).
 	fixed bool
-	m         crashModel
+	m     crashModel
 }
 
 func (r *crashRun) open(fsys vfs.FS) (*Journal, *Recovery, error) {
