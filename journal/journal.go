@@ -872,8 +872,9 @@ func (j *Journal) Repair(op uint64, parts ...[]byte) error {
 
 // DiscardPrefix gives up every op up to and including through, after a
 // checkpoint covering them is durable (recorded in the superblock).
-// Partition journals delete the files that hold only such ops; the
-// metadata journal rewrites journal.wal with the ops it keeps (temp file,
+// Partition journals retire the files that hold only such ops (into the
+// recycle pool, or deleted when it is full; see "Recycled files" in the
+// package doc), then sync the directory; the metadata journal rewrites journal.wal with the ops it keeps (temp file,
 // fsync, rename, directory fsync). Ops above through must not be faulty in
 // the metadata journal (repair or truncate them first).
 func (j *Journal) DiscardPrefix(through uint64) error {
