@@ -120,7 +120,7 @@ type Journal struct {
 	// ascending maxOp.
 	recycle int
 	pool    []pooled
-	// Recycled counts rotations that reused a pooled file, Created those
+	// recycled counts rotations that reused a pooled file, created those
 	// that created a fresh one (statistics for tests and benchmarks).
 	recycled, created uint64
 
@@ -874,8 +874,9 @@ func (j *Journal) Repair(op uint64, parts ...[]byte) error {
 // checkpoint covering them is durable (recorded in the superblock).
 // Partition journals retire the files that hold only such ops (into the
 // recycle pool, or deleted when it is full; see "Recycled files" in the
-// package doc), then sync the directory; the metadata journal rewrites journal.wal with the ops it keeps (temp file,
-// fsync, rename, directory fsync). Ops above through must not be faulty in
+// package doc), then sync the directory; the metadata journal rewrites
+// journal.wal with the ops it keeps (temp file, fsync, rename, directory
+// fsync). Ops above through must not be faulty in
 // the metadata journal (repair or truncate them first).
 func (j *Journal) DiscardPrefix(through uint64) error {
 	if err := j.check(); err != nil {
