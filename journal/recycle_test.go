@@ -397,3 +397,57 @@ func TestRecycleCorruptionDetected(t *testing.T) {
 		})
 	}
 }
+
+// TestRecycleDiscardCrash cuts the power in the directory sync of a
+// DiscardPrefix that pools files: with the renames lost the files come back
+// under their log names holding the discarded ops (the caller discards
+// again and they are pooled then); with the renames kept they are pooled.
+// Either way nothing acknowledged is lost and nothing is reported torn.
+func TestRecycleDiscardCrash(t *testing.T) {
+	for _, mode := range []vfs.CrashMode{vfs.CrashKeepAll, vfs.CrashDropAll, vfs.CrashRandom} {
+		fsys := vfs.NewFault(uint64(mode) + 10)
+		j, _ := openPart(t, fsys, recycleOpts)
+		for op := uint64(1); op <= 44; op++ {
+			must(t, j.Append(Bytes(op, content(op, recycleEntry, 1))))
+		}
+		must(t, j.Sync())
+		fsys.Inject(vfs.Rule{Ops: vfs.OpSyncDir, Count: 1, Action: vfs.Halt})
+		if err := j.DiscardPrefix(33); !errors.Is(err, vfs.ErrInjected) {
+			t.Fatalf("discard: %v", err)
+		}
+		img := fsys.CrashWith(mode)
+		j2, rep, err := OpenPartition(img, "/p", recycleOpts)
+		must(t, err)
+		if rep.Torn != nil || len(rep.Faulty) != 0 {
+			t.Fatalf("%v: torn %+v faulty %+v", mode, rep.Torn, rep.Faulty)
+		}
+		logs, pool := dirNames(t, img)
+		if len(logs)+len(pool) != 4 || len(pool) != len(j2.pool) {
+			t.Fatalf("%v: files %v pool %v (journal pool %d)", mode, logs, pool, len(j2.pool))
+		}
+		if mode == vfs.CrashKeepAll && (len(pool) != 3 || j2.First() != 34) {
+			t.Fatalf("kill: pool %v, first %d", pool, j2.First())
+		}
+		if mode == vfs.CrashDropAll && (len(pool) != 0 || j2.First() != 1) {
+			t.Fatalf("power loss: pool %v, first %d", pool, j2.First())
+		}
+		checkHeld(t, j2, j2.First(), 44, salt1)
+		must(t, j2.DiscardPrefix(33))
+		if len(j2.pool) != 3 || j2.First() != 34 {
+			t.Fatalf("%v: after discarding again: pool %d, first %d", mode, len(j2.pool), j2.First())
+		}
+		for op := uint64(45); op <= 60; op++ {
+			must(t, j2.Append(Bytes(op, content(op, recycleEntry, 1))))
+		}
+		must(t, j2.Sync())
+		if j2.recycled != 2 || j2.created != 0 {
+			t.Fatalf("%v: rotation after recovery: %d recycled, %d created", mode, j2.recycled, j2.created)
+		}
+		j3, rep, err := OpenPartition(img.CrashWith(vfs.CrashDropAll), "/p", recycleOpts)
+		must(t, err)
+		if rep.Torn != nil || len(rep.Faulty) != 0 {
+			t.Fatalf("%v: second recovery: %+v", mode, rep)
+		}
+		checkHeld(t, j3, 34, 60, salt1)
+	}
+}
