@@ -32,9 +32,11 @@ var CorruptModes = []CorruptMode{FlipBits, Truncate, TornTail, ZeroBlock}
 
 // DefaultDataFiles are the file patterns iggo keeps durable data in:
 // segment logs and indexes (named by their 20-digit start offset),
-// partition and metadata journals (base names, filepath.Match syntax).
-// The server's own logs (logs/*.log) do not match.
-var DefaultDataFiles = []string{"[0-9]*.log", "[0-9]*.index", "*.wal"}
+// partition journal files (named by their first op) and the metadata
+// journal (base names, filepath.Match syntax). The server's own logs
+// (logs/*.log) and a partition journal's pooled files awaiting reuse
+// (recycle-*.wal, which hold no live data) do not match.
+var DefaultDataFiles = []string{"[0-9]*.log", "[0-9]*.index", "[0-9]*.wal", "journal.wal"}
 
 // Corruption describes what Corrupt did.
 type Corruption struct {

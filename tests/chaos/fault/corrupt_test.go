@@ -98,11 +98,12 @@ func TestDataFilesAndErrors(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "p/1.log"), content(10))
 	writeFile(t, filepath.Join(dir, "p/2.log"), nil) // empty: skipped
 	writeFile(t, filepath.Join(dir, "x.toml"), content(10))
+	writeFile(t, filepath.Join(dir, "p/recycle-00000000000000000064.wal"), content(10)) // pooled: no live data
 	files, err := DataFiles(dir, DefaultDataFiles)
 	if err != nil || len(files) != 1 || files[0] != filepath.Join("p", "1.log") {
 		t.Fatalf("files %v, %v", files, err)
 	}
-	if _, err := Corrupt(dir, rand.New(rand.NewPCG(1, 1)), FlipBits, []string{"*.wal"}); !errors.Is(err, ErrNoDataFiles) {
+	if _, err := Corrupt(dir, rand.New(rand.NewPCG(1, 1)), FlipBits, []string{"[0-9]*.wal"}); !errors.Is(err, ErrNoDataFiles) {
 		t.Errorf("no match: %v", err)
 	}
 	if _, err := CorruptFile(filepath.Join(dir, "p/2.log"), rand.New(rand.NewPCG(1, 1)), FlipBits); err == nil {
