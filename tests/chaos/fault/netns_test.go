@@ -50,7 +50,7 @@ func TestNetnsPartitions(t *testing.T) {
 			t.Fatalf("runner cannot reach node %d", i)
 		}
 	}
-	if !probeFrom(t, n.Wrap(0), addr(1)) || !probeFrom(t, n.Wrap(2), addr(0)) {
+	if !reaches(t, n.Wrap(0), addr(1)) || !reaches(t, n.Wrap(2), addr(0)) {
 		t.Fatal("nodes cannot reach each other")
 	}
 
@@ -63,7 +63,7 @@ func TestNetnsPartitions(t *testing.T) {
 	if probeFrom(t, n.Wrap(0), addr(1)) || probeFrom(t, n.Wrap(1), addr(0)) {
 		t.Error("TCP between 0 and 1 works through a 0 -> 1 block")
 	}
-	if !probeFrom(t, n.Wrap(0), addr(2)) || !probeFrom(t, n.Wrap(2), addr(1)) {
+	if !reaches(t, n.Wrap(0), addr(2)) || !reaches(t, n.Wrap(2), addr(1)) {
 		t.Error("a 0 -> 1 block cut other links")
 	}
 	if !echoes(addr(0), time.Second) || !echoes(addr(1), time.Second) {
@@ -83,7 +83,7 @@ func TestNetnsPartitions(t *testing.T) {
 	if probeFrom(t, n.Wrap(1), addr(2)) || probeFrom(t, n.Wrap(2), addr(1)) {
 		t.Error("isolated node 2 talks to node 1")
 	}
-	if !probeFrom(t, n.Wrap(1), addr(0)) || !echoes(addr(0), time.Second) {
+	if !reaches(t, n.Wrap(1), addr(0)) || !echoes(addr(0), time.Second) {
 		t.Error("isolating node 2 cut others")
 	}
 
@@ -103,7 +103,7 @@ func TestNetnsPartitions(t *testing.T) {
 			t.Errorf("after heal the runner cannot reach node %d", i)
 		}
 	}
-	if !probeFrom(t, n.Wrap(0), addr(1)) || !probeFrom(t, n.Wrap(2), addr(1)) {
+	if !reaches(t, n.Wrap(0), addr(1)) || !reaches(t, n.Wrap(2), addr(1)) {
 		t.Error("after heal nodes cannot reach each other")
 	}
 	if err := n.Block(0, 7); err == nil {
