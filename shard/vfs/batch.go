@@ -16,6 +16,7 @@ import (
 // references to the buffers handed to it until Reset.
 type Batch struct {
 	writes []BatchWrite
+	hints  []BatchHint
 	syncs  []File
 	dirs   []string
 	seen   map[File]struct{}
@@ -27,6 +28,25 @@ type BatchWrite struct {
 	File File
 	Bufs [][]byte
 	Off  int64
+}
+
+// BatchHint is one writeback hint queued in a Batch.
+type BatchHint struct {
+	File File
+	Off  int64
+	Len  int64
+}
+
+// Writeback queues a writeback hint (File.Writeback) for n bytes at off.
+// Hints run after every write of the batch, alongside its syncs, so a hint
+// may cover a range the same batch writes. They never fail the batch: a
+// hint has no outcome that matters, and a write error it could reveal is
+// reported by the file's next Datasync.
+func (b *Batch) Writeback(f File, off, n int64) {
+	if n <= 0 {
+		return
+	}
+	b.hints = append(b.hints, BatchHint{File: f, Off: off, Len: n})
 }
 
 // WritevAt queues a vectored write of bufs at off.
@@ -68,14 +88,19 @@ func (b *Batch) SyncDir(dir string) {
 func (b *Batch) Writes() []BatchWrite { return b.writes }
 func (b *Batch) Syncs() []File        { return b.syncs }
 func (b *Batch) Dirs() []string       { return b.dirs }
+func (b *Batch) Hints() []BatchHint   { return b.hints }
 
 // Empty reports whether nothing is queued.
-func (b *Batch) Empty() bool { return len(b.writes) == 0 && len(b.syncs) == 0 && len(b.dirs) == 0 }
+func (b *Batch) Empty() bool {
+	return len(b.writes) == 0 && len(b.syncs) == 0 && len(b.dirs) == 0 && len(b.hints) == 0
+}
 
 // Reset empties the batch and drops its buffer references, keeping capacity.
 func (b *Batch) Reset() {
 	clear(b.writes)
 	b.writes = b.writes[:0]
+	clear(b.hints)
+	b.hints = b.hints[:0]
 	clear(b.syncs)
 	b.syncs = b.syncs[:0]
 	b.dirs = b.dirs[:0]
@@ -160,6 +185,7 @@ func SubmitSequential(fsys FS, b *Batch) error {
 			fails = append(fails, BatchFailure{BatchOpWrite, i, w.File.Name(), err})
 		}
 	}
+	runHints(b.hints)
 	for i, f := range b.syncs {
 		if err := f.Datasync(); err != nil {
 			fails = append(fails, BatchFailure{BatchOpSync, i, f.Name(), err})
@@ -174,4 +200,12 @@ func SubmitSequential(fsys FS, b *Batch) error {
 		return &BatchError{Failures: fails}
 	}
 	return nil
+}
+
+// runHints issues writeback hints one at a time, ignoring their errors
+// (see Batch.Writeback).
+func runHints(hints []BatchHint) {
+	for _, h := range hints {
+		_ = h.File.Writeback(h.Off, h.Len)
+	}
 }

@@ -337,6 +337,49 @@ var conformanceCases = []confCase{
 			t.Fatal("SyncDir of a missing directory succeeded")
 		}
 	}},
+	{"writeback", func(t *testing.T, fsys FS, dir string) {
+		// A hint succeeds on written, unwritten and empty ranges, changes
+		// no contents, and refuses a negative range and a closed file.
+		f := create(t, fsys, filepath.Join(dir, "w"))
+		data := bytes.Repeat([]byte("hint"), 64<<10)
+		if _, err := f.WriteAt(data, 0); err != nil {
+			t.Fatal(err)
+		}
+		must(t, f.Writeback(0, int64(len(data))))
+		must(t, f.Writeback(4096, 8192))
+		must(t, f.Writeback(int64(len(data)), 1<<20))
+		must(t, f.Writeback(0, 0))
+		if err := f.Writeback(-1, 10); err == nil {
+			t.Fatal("Writeback at a negative offset succeeded")
+		}
+		// In a batch: the hint covers the write the same batch carries
+		// and runs after it; a hint never fails the batch.
+		var b Batch
+		tail := []byte("tail")
+		b.WriteAt(f, tail, int64(len(data)))
+		b.Writeback(f, int64(len(data)), int64(len(tail)))
+		b.Writeback(f, 0, 0) // empty: not queued
+		b.Datasync(f)
+		if len(b.Hints()) != 1 || b.Empty() {
+			t.Fatalf("batch holds %d hints", len(b.Hints()))
+		}
+		must(t, fsys.Submit(&b))
+		got := readAll(t, f)
+		if !bytes.Equal(got[:len(data)], data) || string(got[len(data):]) != "tail" {
+			t.Fatal("contents changed around a writeback hint")
+		}
+		b.Reset()
+		if !b.Empty() || len(b.Hints()) != 0 {
+			t.Fatal("Reset kept hints")
+		}
+		// Only a hint in the batch: still submitted, still no error.
+		b.Writeback(f, 0, int64(len(got)))
+		must(t, fsys.Submit(&b))
+		must(t, f.Close())
+		if err := f.Writeback(0, 1); err == nil {
+			t.Fatal("Writeback on a closed file succeeded")
+		}
+	}},
 	{"close", func(t *testing.T, fsys FS, dir string) {
 		f, err := fsys.OpenFile(filepath.Join(dir, "c"), O_RDWR|O_CREATE, 0o644)
 		must(t, err)

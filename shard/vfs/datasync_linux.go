@@ -27,3 +27,18 @@ func pwritev(f *os.File, bufs [][]byte, off int64) (int, error) {
 		}
 	}
 }
+
+// writeback starts writeback of a range: sync_file_range with only
+// SYNC_FILE_RANGE_WRITE queues the dirty pages for I/O and returns without
+// waiting for it (it can still wait for a congested device queue).
+func writeback(f *os.File, off, n int64) error {
+	for {
+		err := unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+		if err != unix.EINTR {
+			if err != nil {
+				return &os.PathError{Op: "sync_file_range", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}

@@ -63,6 +63,16 @@ type Fault struct {
 	nextIno uint64
 	rules   []*faultRule
 	nextID  int
+
+	hints map[string]WritebackStats // writeback hints by cleaned path
+}
+
+// WritebackStats counts the writeback hints a Fault file received.
+type WritebackStats struct {
+	Calls int
+	Bytes int64
+	// End is the highest offset any hint reached.
+	End int64
 }
 
 type fnode struct {
@@ -936,6 +946,41 @@ func (ff *faultFile) Datasync() error {
 }
 
 func (ff *faultFile) Sync() error { return ff.Datasync() }
+
+// Writeback records the hint (see Writebacks) and changes nothing else: in
+// the model, as on a disk, a started writeback makes nothing durable, so a
+// crash treats the range like any other unsynced write.
+func (ff *faultFile) Writeback(off, n int64) error {
+	ff.fs.mu.Lock()
+	defer ff.fs.mu.Unlock()
+	if ff.closed {
+		return pathErr("sync_file_range", ff.name, ErrClosed)
+	}
+	if ff.fs.crashed || ff.fs.halted {
+		return pathErr("sync_file_range", ff.name, fmt.Errorf("%w: filesystem crashed or halted", ErrInjected))
+	}
+	if off < 0 || n < 0 {
+		return pathErr("sync_file_range", ff.name, syscall.EINVAL)
+	}
+	if ff.fs.hints == nil {
+		ff.fs.hints = map[string]WritebackStats{}
+	}
+	st := ff.fs.hints[ff.path]
+	st.Calls++
+	st.Bytes += n
+	st.End = max(st.End, off+n)
+	ff.fs.hints[ff.path] = st
+	return nil
+}
+
+// Writebacks reports the writeback hints name has received (in this image;
+// a crash starts counting afresh). The map holds one entry per path that
+// was hinted, so it is bounded by the files the test creates.
+func (f *Fault) Writebacks(name string) WritebackStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hints[filepath.Clean(name)]
+}
 
 func (ff *faultFile) Truncate(size int64) error {
 	ff.fs.mu.Lock()

@@ -343,3 +343,36 @@ func TestFaultRemoveAllAndDirRename(t *testing.T) {
 		t.Fatalf("directory log not compacted: %d entries", len(img.mlog))
 	}
 }
+
+// TestFaultWriteback: the fault filesystem records hints and gives them no
+// durability: a strict power loss drops hinted, unsynced data.
+func TestFaultWriteback(t *testing.T) {
+	fsys := newFaultDir(t, 7)
+	f, err := fsys.OpenFile("/d/seg", O_RDWR|O_CREATE, 0o644)
+	must(t, err)
+	writeString(t, f, "synced", 0)
+	must(t, f.Datasync())
+	must(t, fsys.SyncDir("/d"))
+	writeString(t, f, "+hinted", 6)
+	must(t, f.Writeback(6, 7))
+	var b Batch
+	b.WriteAt(f, []byte("+more"), 13)
+	b.Writeback(f, 13, 5)
+	must(t, fsys.Submit(&b))
+	if st := fsys.Writebacks("/d/seg"); st.Calls != 2 || st.Bytes != 12 || st.End != 18 {
+		t.Fatalf("recorded hints: %+v", st)
+	}
+	if st := fsys.Writebacks("/d/other"); st != (WritebackStats{}) {
+		t.Fatalf("hints recorded for a file never hinted: %+v", st)
+	}
+	if d, _ := fsys.Durable("/d/seg"); string(d) != "synced" {
+		t.Fatalf("a hint made data durable: %q", d)
+	}
+	after := fsys.CrashWith(CrashDropAll)
+	if got, _ := fileBytes(t, after, "/d/seg"); string(got) != "synced" {
+		t.Fatalf("power loss kept hinted, unsynced data: %q", got)
+	}
+	if err := f.Writeback(0, 1); !errors.Is(err, ErrInjected) {
+		t.Fatalf("hint on a crashed image: %v", err)
+	}
+}

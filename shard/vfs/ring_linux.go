@@ -106,6 +106,7 @@ const (
 	opWrite
 	opRead
 	opFsync
+	opSyncRange
 )
 
 // ringOp is one logical operation; it may take several SQEs when the
@@ -113,7 +114,8 @@ const (
 type ringOp struct {
 	kind  int
 	fd    int
-	flags uint32   // fsync flags
+	flags uint32   // fsync and sync_file_range flags
+	span  uint32   // sync_file_range length (from off)
 	bufs  [][]byte // what is left to transfer
 	iov   []unix.Iovec
 	off   int64
@@ -129,6 +131,8 @@ func (op *ringOp) prep(sqe *giouring.SubmissionQueueEntry, idx int) {
 		sqe.PrepareNop()
 	case opFsync:
 		sqe.PrepareFsync(op.fd, op.flags)
+	case opSyncRange:
+		sqe.PrepareSyncFileRange(op.fd, op.span, uint64(op.off), int(op.flags))
 	case opWrite, opRead:
 		// The iovec array lives in op (Go heap, kept alive by the caller
 		// of run) and points at the caller's buffers, which the Go
@@ -255,7 +259,7 @@ func (r *Ring) abandon(ops []*ringOp, inflight int, err error) {
 		r.ring.CQAdvance(n)
 	}
 	for _, op := range ops {
-		if op.err == nil && !op.eof && (op.kind == opFsync || op.kind == opNop || len(op.bufs) > 0) {
+		if op.err == nil && !op.eof && (op.kind == opFsync || op.kind == opSyncRange || op.kind == opNop || len(op.bufs) > 0) {
 			op.err = r.broken
 		}
 	}
@@ -287,6 +291,22 @@ func writeOps(fd int, bufs [][]byte, off int64) []*ringOp {
 	}
 	if len(chunk) > 0 {
 		ops = append(ops, &ringOp{kind: opWrite, fd: fd, bufs: chunk, off: start, iov: make([]unix.Iovec, 0, len(chunk))})
+	}
+	return ops
+}
+
+// maxSyncRange is the longest range one IORING_OP_SYNC_FILE_RANGE takes
+// (its length field is 32 bits); longer hints are split.
+const maxSyncRange = 1 << 30
+
+// rangeOps turns a writeback hint into sync_file_range operations.
+func rangeOps(fd int, off, n int64) []*ringOp {
+	var ops []*ringOp
+	for n > 0 {
+		l := min(n, maxSyncRange)
+		ops = append(ops, &ringOp{kind: opSyncRange, fd: fd, off: off, span: uint32(l), flags: unix.SYNC_FILE_RANGE_WRITE})
+		off += l
+		n -= l
 	}
 	return ops
 }
@@ -386,7 +406,17 @@ func (r *Ring) Submit(b *Batch) error {
 		}
 	}
 
+	// Hints ride the sync submission: they run after the writes and
+	// cost no extra round trip. Their outcome is ignored (Batch.Writeback).
 	var sops []*ringOp
+	for _, h := range b.hints {
+		rf, ok := h.File.(*ringFile)
+		if !ok || rf.r != r || rf.closed || h.Off < 0 {
+			_ = h.File.Writeback(h.Off, h.Len)
+			continue
+		}
+		sops = append(sops, rangeOps(rf.fd, h.Off, h.Len)...)
+	}
 	sidx := make([]int, len(b.syncs))
 	for i, f := range b.syncs {
 		rf, ok := f.(*ringFile)
@@ -518,6 +548,29 @@ func (rf *ringFile) fsync(flags uint32, name string) error {
 
 func (rf *ringFile) Datasync() error { return rf.fsync(giouring.FsyncDatasync, "fdatasync") }
 func (rf *ringFile) Sync() error     { return rf.fsync(0, "fsync") }
+
+// Writeback issues sync_file_range(SYNC_FILE_RANGE_WRITE) on the ring.
+func (rf *ringFile) Writeback(off, n int64) error {
+	if err := rf.check("sync_file_range"); err != nil {
+		return err
+	}
+	if off < 0 || n < 0 {
+		return &fs.PathError{Op: "sync_file_range", Path: rf.f.Name(), Err: unix.EINVAL}
+	}
+	ops := rangeOps(rf.fd, off, n)
+	if len(ops) == 0 {
+		return nil
+	}
+	rf.r.mu.Lock()
+	rf.r.run(ops)
+	rf.r.mu.Unlock()
+	for _, op := range ops {
+		if op.err != nil {
+			return &fs.PathError{Op: "sync_file_range", Path: rf.f.Name(), Err: op.err}
+		}
+	}
+	return nil
+}
 
 func (rf *ringFile) Truncate(size int64) error {
 	if err := rf.check("truncate"); err != nil {

@@ -26,6 +26,11 @@
 //   - A short write is never returned as success: WriteAt and WritevAt either
 //     write everything or return an error. Implementations resubmit partial
 //     writes themselves.
+//   - Writeback asks the kernel to start writing a range to the device and
+//     does not wait. It has no durability meaning: a crash after it may
+//     still lose the range. It exists so that a later Datasync finds most
+//     pages already written and returns quickly (RocksDB's bytes_per_sync).
+//     It reports no write error; the next Datasync does.
 //   - A failed Datasync leaves the state of the unsynced data unknown (Linux
 //     may already have dropped the dirty pages, so a retry can "succeed"
 //     without the data being on disk). Callers treat it as fatal for the
@@ -102,6 +107,10 @@ type File interface {
 	Datasync() error
 	// Sync flushes data and metadata (fsync).
 	Sync() error
+	// Writeback starts writeback of n bytes at off without waiting for
+	// it (sync_file_range(SYNC_FILE_RANGE_WRITE) on Linux, nothing
+	// elsewhere). A hint: it makes nothing durable.
+	Writeback(off, n int64) error
 	// Truncate changes the file size.
 	Truncate(size int64) error
 	// Size returns the current size.
