@@ -48,6 +48,10 @@ type segment struct {
 	syncedSize    int64  // .log bytes known durable
 	syncedNext    uint64 // offset after the last durable record
 	syncedEntries int    // .index entries known durable
+
+	// hinted is the end of the .log range handed to writeback hints
+	// (StageWriteback); it says nothing about durability.
+	hinted int64
 }
 
 // entryCount is the number of index entries of the segment.
@@ -601,6 +605,43 @@ func (l *Log) PlanSync() (SyncPlan, error) {
 	}
 	l.planOut = true
 	return p, nil
+}
+
+// WritebackAlign is the granularity of StageWriteback on the active
+// segment: the page size, so a hint never covers the partly filled last
+// page, which the next append dirties again (and which a device needing
+// stable pages would make that append wait for).
+const WritebackAlign = 4096
+
+// StageWriteback puts into b a writeback hint (vfs.Batch.Writeback) for the
+// .log bytes appended since the last hint that no sync has made durable
+// yet, up to the last whole page of the active segment, and returns how
+// many bytes it hinted. Hints have no durability meaning: the sync plan is
+// untouched, and PlanSync/CompleteSync still decide what is durable. They
+// make the fdatasync a checkpoint (or a segment roll) eventually issues
+// short, because the kernel has been writing the pages back meanwhile.
+//
+// Only the last segment can have such bytes: a segment is synced whole
+// before its successor is created.
+func (l *Log) StageWriteback(b *vfs.Batch) int64 {
+	if l.usable() != nil {
+		return 0
+	}
+	s := l.last()
+	if s == nil || s.logF == nil {
+		return 0
+	}
+	from := max(s.hinted, s.syncedSize)
+	to := s.size
+	if !s.sealed {
+		to -= to % WritebackAlign
+	}
+	if to <= from {
+		return 0
+	}
+	b.Writeback(s.logF, from, to-from)
+	s.hinted = to
+	return to - from
 }
 
 // AddTo puts the plan's syncs into a group-commit batch.

@@ -289,6 +289,75 @@ func TestSyncPlan(t *testing.T) {
 	}
 }
 
+// TestStageWriteback: hints cover whole pages of the active segment once
+// each, skip what a sync made durable, reach the end of a sealed segment,
+// and leave durability to the sync plan.
+func TestStageWriteback(t *testing.T) {
+	dir := t.TempDir()
+	fsys := vfs.NewFault(3)
+	if err := vfs.MkdirAllSync(fsys, dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := mustOpen(t, fsys, dir, testConfig(64<<10))
+	defer l.Close()
+	var b vfs.Batch
+	if n := l.StageWriteback(&b); n != 0 || !b.Empty() {
+		t.Fatalf("empty log hinted %d", n)
+	}
+	appendN(t, l, 10, 1000, 1) // < 3 pages of records
+	size := l.Size()
+	n := l.StageWriteback(&b)
+	if want := size - size%WritebackAlign; n != want || len(b.Hints()) != 1 || b.Hints()[0].Off != 0 {
+		t.Fatalf("first hint %d bytes %+v, want [0, %d)", n, b.Hints(), want)
+	}
+	if again := l.StageWriteback(&b); again != 0 {
+		t.Fatalf("hinted %d bytes twice", again)
+	}
+	if err := fsys.Submit(&b); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	if l.DurableNextOffset() != 0 {
+		t.Fatalf("a hint made offsets up to %d durable", l.DurableNextOffset())
+	}
+	log0 := segPath(dir, 0, logExt)
+	if st := fsys.Writebacks(log0); st.Calls != 1 || st.End != n {
+		t.Fatalf("fault fs saw %+v", st)
+	}
+	// A sync covers everything: the next hint starts where it ended.
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	synced := l.Size()
+	appendN(t, l, 10, 1000, 100)
+	n = l.StageWriteback(&b)
+	end := l.Size() - l.Size()%WritebackAlign
+	if len(b.Hints()) != 1 || b.Hints()[0].Off != synced || n != end-synced {
+		t.Fatalf("hint after a sync %+v (%d bytes), want [%d, %d)", b.Hints(), n, synced, end)
+	}
+	b.Reset()
+	// Fill the segment past its size: sealed, the whole tail is hinted.
+	for len(l.Segments()) == 1 && !l.Segments()[0].Sealed {
+		appendN(t, l, 1, 1000, 200)
+	}
+	n = l.StageWriteback(&b)
+	if h := b.Hints(); len(h) != 1 || h[0].Off+h[0].Len != l.Size() || n != h[0].Len {
+		t.Fatalf("sealed tail hint %+v, size %d", h, l.Size())
+	}
+	if err := fsys.Submit(&b); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	// The crash model keeps no hinted, unsynced record.
+	durable := l.DurableNextOffset()
+	img := fsys.CrashWith(vfs.CrashDropAll)
+	l2, _ := mustOpen(t, img, dir, testConfig(64<<10))
+	defer l2.Close()
+	if l2.NextOffset() != durable {
+		t.Fatalf("after power loss the log ends at %d, durable was %d", l2.NextOffset(), durable)
+	}
+}
+
 func TestRetentionKeepsNextOffset(t *testing.T) {
 	const size = 100
 	recLen := uint64(RecordHeaderSize + FrameHeaderSize + size)
