@@ -92,8 +92,10 @@ type partition struct {
 	pending      [][]byte // stamped records awaiting their segment write
 	queued       bool
 	syncWanted   bool // queued for a segment sync in the next group commit
+	hintWanted   bool // queued for a writeback hint in the next submission
 	unsyncedMsgs uint64
 	unsyncedSize uint64
+	unhinted     uint64 // segment bytes written since the last writeback hint
 	avgRecord    float64
 
 	stats *partStats
@@ -441,6 +443,10 @@ func (p *partition) flushSegments() {
 		if ferr := p.seg.FinishAppend(err); ferr != nil {
 			panic(fmt.Sprintf("replica: partition %s: segment append failed: %v", p.ns, ferr))
 		}
+		for _, r := range p.pending[:st.Records] {
+			p.unhinted += uint64(len(r))
+		}
+		p.followAppend(st, p.pending[:st.Records])
 		p.releaseWritten(st.Records)
 		p.pending = p.pending[st.Records:]
 	}
@@ -450,13 +456,19 @@ func (p *partition) flushSegments() {
 
 // Segment syncs during normal operation. Durability does not need them:
 // the journal holds every acknowledged op (fdatasync'ed under persisted
-// durability) until a checkpoint makes the segments durable. They spread a
-// checkpoint's segment sync over the run so no loop iteration stalls on a
-// whole checkpoint interval of data, and they ride the next group commit.
-// The topic's flush thresholds (messages_required_to_save,
-// size_of_messages_required_to_save) set the cadence, never finer than
-// these floors: a sync per small batch would double the fdatasyncs on the
-// ack path for nothing.
+// durability) until a checkpoint makes the segments durable. What they
+// bought was a short checkpoint: without them a checkpoint fdatasyncs a
+// whole interval of dirty segment data inside one loop iteration.
+//
+// Writeback hints (partition.segment_writeback_bytes, writebackDue) buy
+// that without waiting: the kernel writes the pages back as they are
+// appended, so the checkpoint's fdatasync finds little left. With hints on
+// there are no periodic segment fdatasyncs on the ack path; each cost a
+// ~20 ms stall every 16 MiB. With hints off (0) the periodic syncs remain:
+// the topic's flush thresholds (messages_required_to_save,
+// size_of_messages_required_to_save) set their cadence, never finer than
+// these floors (a sync per small batch would double the fdatasyncs on the
+// ack path for nothing), and they ride the next group commit.
 const (
 	segmentSyncBytesMin    = 16 << 20
 	segmentSyncMessagesMin = 16 << 10
@@ -465,8 +477,17 @@ const (
 // segmentSyncDue reports whether the segments should be synced in the next
 // group commit.
 func (p *partition) segmentSyncDue() bool {
+	if p.sh.writebackBytes > 0 {
+		return false
+	}
 	return p.unsyncedSize >= max(p.flushBytes, segmentSyncBytesMin) ||
 		p.unsyncedMsgs >= max(uint64(p.flushMessages), segmentSyncMessagesMin)
+}
+
+// writebackDue reports whether enough segment bytes were written since the
+// last writeback hint to hint them (partition.segment_writeback_bytes).
+func (p *partition) writebackDue() bool {
+	return p.sh.writebackBytes > 0 && p.unhinted >= p.sh.writebackBytes
 }
 
 // publish updates the statistics other goroutines read.
@@ -589,27 +610,49 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 	return c, nil
 }
 
-// checkpoint implements groupSM.
+// checkpoint implements groupSM. It runs inside the loop iteration that
+// carries the checkpoint, so every wait here delays the acks of that
+// iteration: the segments' fdatasyncs, the checkpoint file, the segment
+// list (cluster mode) and the directory sync go to the device in one
+// submission, in parallel, rather than one after another. Only then does
+// the superblock name the checkpoint, so a crash before that leaves the
+// previous checkpoint in force and the new files unreferenced (removed once
+// a later checkpoint is durable).
 func (p *partition) checkpoint(op uint64, _ []byte) (vsr.Manifest, error) {
 	p.flushSegments()
-	plan, err := p.seg.PlanSync()
+	var list []segEntry
+	files := []newFile{{path: filepath.Join(p.dir, ckptName(op)), data: p.encodeCheckpoint(op)}}
+	if p.sh.n.replicaCount > 1 {
+		var err error
+		if list, err = p.segmentList(); err != nil {
+			return vsr.Manifest{}, err
+		}
+		files = append(files, newFile{path: filepath.Join(p.dir, segListName(op)), data: encodeSegList(list)})
+	}
+	var b vfs.Batch
+	opened, err := stageNewFiles(p.sh.fs, &b, files)
 	if err != nil {
 		return vsr.Manifest{}, err
 	}
-	if !plan.Empty() {
-		var b vfs.Batch
-		plan.AddTo(&b)
-		err = p.sh.fs.Submit(&b)
-		if cerr := p.seg.CompleteSync(plan, err); cerr != nil {
-			return vsr.Manifest{}, cerr
-		}
+	b.SyncDir(p.dir)
+	plan, err := p.seg.PlanSync()
+	if err != nil {
+		return vsr.Manifest{}, errors.Join(err, closeFiles(opened))
 	}
-	p.unsyncedMsgs, p.unsyncedSize = 0, 0
-	data := p.encodeCheckpoint(op)
-	path := filepath.Join(p.dir, ckptName(op))
-	if err := writeFileSync(p.sh.fs, path, data); err != nil {
+	plan.AddTo(&b)
+	err = p.sh.fs.Submit(&b)
+	cerr := closeFiles(opened)
+	if serr := p.seg.CompleteSync(plan, planFailure(err, plan)); serr != nil {
+		return vsr.Manifest{}, serr
+	}
+	if err != nil {
 		return vsr.Manifest{}, err
 	}
+	if cerr != nil {
+		return vsr.Manifest{}, cerr
+	}
+	p.unsyncedMsgs, p.unsyncedSize = 0, 0
+	data := files[0].data
 	sum := xxh3.Hash128(data)
 	st := p.g.sb.State()
 	st.CheckpointOp = op
@@ -620,12 +663,69 @@ func (p *partition) checkpoint(op uint64, _ []byte) (vsr.Manifest, error) {
 		return vsr.Manifest{}, err
 	}
 	m := vsr.Manifest{Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(data)), Checksum: vsrChecksum(sum)}}}
-	if p.sh.n.replicaCount > 1 {
-		if err := p.checkpointSegments(op, &m); err != nil {
-			return vsr.Manifest{}, err
-		}
+	if len(files) > 1 {
+		transferManifest(&m, files[1].data, list)
+		p.served = servedPartition{op: op, list: list}
 	}
 	return m, nil
+}
+
+// newFile is a file a checkpoint creates whole.
+type newFile struct {
+	path string
+	data []byte
+}
+
+// stageNewFiles creates (or truncates) each file and queues its write and
+// fdatasync in b; the caller queues the directory sync that makes the names
+// durable, submits b and closes the files.
+func stageNewFiles(fsys vfs.FS, b *vfs.Batch, files []newFile) ([]vfs.File, error) {
+	var opened []vfs.File
+	for _, nf := range files {
+		f, err := fsys.OpenFile(nf.path, vfs.O_RDWR|vfs.O_CREATE|vfs.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, errors.Join(err, closeFiles(opened))
+		}
+		opened = append(opened, f)
+		b.WriteAt(f, nf.data, 0)
+		b.Datasync(f)
+	}
+	return opened, nil
+}
+
+func closeFiles(files []vfs.File) error {
+	var errs []error
+	for _, f := range files {
+		errs = append(errs, f.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// planFailure is the part of a batch's outcome that concerns a segment
+// sync plan riding it: a failed fdatasync of one of the plan's files, or
+// a failed directory sync (the plan may need it). Failures of the batch's
+// other files are not the segment log's and must not fail it.
+func planFailure(err error, plan segment.SyncPlan) error {
+	if err == nil {
+		return nil
+	}
+	var be *vfs.BatchError
+	if !errors.As(err, &be) {
+		return err
+	}
+	for _, f := range be.Failures {
+		switch f.Op {
+		case vfs.BatchOpSyncDir:
+			return err
+		case vfs.BatchOpSync:
+			for _, pf := range plan.Files {
+				if pf.Name() == f.Name {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // checkpointDurable implements groupSM: older checkpoint files go.

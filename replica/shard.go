@@ -107,11 +107,16 @@ type shardLoop struct {
 	syncGroups []*group
 	segQueue   []*partition
 	segSyncs   []*partition
+	segHints   []*partition
 	batch      vfs.Batch
 	deliver    []*task
 	callbacks  []*task
 	outbox     []outTask
 	stamps     stampPool
+
+	// writebackBytes is partition.segment_writeback_bytes: segment bytes
+	// between writeback hints, 0 for none.
+	writebackBytes uint64
 }
 
 type outTask struct {
@@ -123,7 +128,8 @@ func newShardLoop(n *Node, id int, fsys vfs.ShardFS) *shardLoop {
 	mp := n.cfg.MemoryPool
 	return &shardLoop{n: n, id: id, fs: fsys, log: n.log.With(zap.Int("shard", id)),
 		groups: map[uint64]*group{}, parts: map[shard.Namespace]*partition{},
-		stamps: newStampPool(mp.Enabled, int64(mp.Size), mp.BucketCapacity, max(len(n.shards), 1))}
+		stamps:         newStampPool(mp.Enabled, int64(mp.Size), mp.BucketCapacity, max(len(n.shards), 1)),
+		writebackBytes: n.cfg.Partition.SegmentWritebackBytes.Bytes()}
 }
 
 // Handle implements shard.Handler: everything one wake-up brought, then the
@@ -293,6 +299,7 @@ func (sh *shardLoop) drive() {
 				g.ticket = g.j.SyncTo(&sh.batch)
 			}
 			plans := sh.addSegmentSyncs()
+			sh.addSegmentHints()
 			var err error
 			if !sh.batch.Empty() {
 				err = sh.fs.Submit(&sh.batch)
@@ -310,11 +317,13 @@ func (sh *shardLoop) drive() {
 			sh.flushSegments()
 		}
 		if !progress && len(sh.dirty) == 0 {
-			if len(sh.segSyncs) > 0 && len(sh.syncGroups) == 0 {
+			if (len(sh.segSyncs) > 0 || len(sh.segHints) > 0) && len(sh.syncGroups) == 0 {
 				// No group commit to ride (replicated topics journal
-				// without fdatasync): sync what is due on its own.
+				// without fdatasync): sync and hint what is due on its
+				// own.
 				sh.batch.Reset()
 				plans := sh.addSegmentSyncs()
+				sh.addSegmentHints()
 				var err error
 				if !sh.batch.Empty() {
 					err = sh.fs.Submit(&sh.batch)
@@ -336,8 +345,9 @@ func (sh *shardLoop) flushSegments() {
 		sh.segQueue = nil
 		sh.batch.Reset()
 		type staged struct {
-			p *partition
-			n int
+			p  *partition
+			n  int
+			st segment.Staged
 		}
 		var st []staged
 		for _, p := range queue {
@@ -352,7 +362,7 @@ func (sh *shardLoop) flushSegments() {
 				p.pending = nil
 				continue
 			}
-			st = append(st, staged{p, s.Records})
+			st = append(st, staged{p, s.Records, s})
 		}
 		var err error
 		if !sh.batch.Empty() {
@@ -366,6 +376,10 @@ func (sh *shardLoop) flushSegments() {
 				p.pending = nil
 				continue
 			}
+			for _, r := range p.pending[:s.n] {
+				p.unhinted += uint64(len(r))
+			}
+			p.followAppend(s.st, p.pending[:s.n])
 			p.releaseWritten(s.n)
 			p.pending = p.pending[s.n:]
 			if len(p.pending) > 0 {
@@ -380,6 +394,10 @@ func (sh *shardLoop) flushSegments() {
 			if !p.syncWanted && p.segmentSyncDue() {
 				p.syncWanted = true
 				sh.segSyncs = append(sh.segSyncs, p)
+			}
+			if !p.hintWanted && p.writebackDue() {
+				p.hintWanted = true
+				sh.segHints = append(sh.segHints, p)
 			}
 		}
 	}
@@ -408,6 +426,25 @@ func (sh *shardLoop) addSegmentSyncs() []plannedSync {
 	clear(sh.segSyncs)
 	sh.segSyncs = sh.segSyncs[:0]
 	return out
+}
+
+// addSegmentHints puts writeback hints for the segment bytes appended
+// since the last hint into the submission about to run. A hint rides the
+// group commit's sync submission: the kernel starts writing those pages
+// while the journal fdatasync runs, so neither the ack path nor the
+// checkpoint's segment fdatasync later waits for a backlog of dirty pages.
+// segHints holds each partition at most once (hintWanted).
+func (sh *shardLoop) addSegmentHints() {
+	for _, p := range sh.segHints {
+		p.hintWanted = false
+		if p.g.failed != nil || p.g.closed {
+			continue
+		}
+		p.seg.StageWriteback(&sh.batch)
+		p.unhinted = 0
+	}
+	clear(sh.segHints)
+	sh.segHints = sh.segHints[:0]
 }
 
 type plannedSync struct {

@@ -153,6 +153,54 @@ func (p *partition) segmentList() ([]segEntry, error) {
 	return list, nil
 }
 
+// followAppend feeds records the shard just appended (st says where) to
+// the running checksum of their segment, so that segmentList at the next
+// checkpoint finds the active segment already hashed instead of reading a
+// whole checkpoint interval back and hashing it inside the loop iteration
+// that carries the checkpoint (about 10 ms per 64 MiB on the test machine).
+// Anything it cannot follow (an append that does not continue the running
+// checksum) it leaves to segmentList, which catches up from the file.
+func (p *partition) followAppend(st segment.Staged, recs [][]byte) {
+	if p.sh.n.replicaCount <= 1 || len(recs) == 0 {
+		return
+	}
+	hs := p.segHash
+	if hs == nil || hs.start != st.Segment {
+		if st.Pos != 0 {
+			return
+		}
+		if hs != nil {
+			p.sealFollowed(hs)
+		}
+		hs = &segHashState{start: st.Segment, s: vsr.NewChecksumStream()}
+		p.segHash = hs
+	}
+	if hs.hashed != st.Pos {
+		return
+	}
+	for _, r := range recs {
+		hs.s.Write(r)
+		hs.hashed += int64(len(r))
+	}
+}
+
+// sealFollowed keeps the checksum of a segment that an append just left
+// behind (its successor started), when it covers the whole sealed segment.
+func (p *partition) sealFollowed(hs *segHashState) {
+	for _, si := range p.seg.Segments() {
+		if si.StartOffset != hs.start {
+			continue
+		}
+		if si.Sealed && si.Size == hs.hashed {
+			if p.sealedSums == nil {
+				p.sealedSums = map[uint64]sealedSum{}
+			}
+			p.sealedSums[hs.start] = sealedSum{size: si.Size, sum: hs.s.Sum()}
+		}
+		return
+	}
+}
+
 func hashFileRange(fsys vfs.FS, path string, hs *segHashState, to int64) error {
 	if hs.hashed >= to {
 		return nil
@@ -184,22 +232,6 @@ func transferManifest(m *vsr.Manifest, listBytes []byte, list []segEntry) {
 	for i, e := range list {
 		m.Artifacts = append(m.Artifacts, vsr.Artifact{ID: artSegFirst + uint32(i), Size: e.size, Checksum: e.sum})
 	}
-}
-
-// checkpointSegments writes the segment list of checkpoint op and adds the
-// transfer artifacts to its manifest.
-func (p *partition) checkpointSegments(op uint64, m *vsr.Manifest) error {
-	list, err := p.segmentList()
-	if err != nil {
-		return err
-	}
-	b := encodeSegList(list)
-	if err := writeFileSync(p.sh.fs, filepath.Join(p.dir, segListName(op)), b); err != nil {
-		return err
-	}
-	transferManifest(m, b, list)
-	p.served = servedPartition{op: op, list: list}
-	return nil
 }
 
 // restoreSegments adds the transfer artifacts of checkpoint op to the
@@ -381,7 +413,7 @@ func (p *partition) install(man vsr.Manifest) error {
 	p.applied = man.Op
 	p.diskGen = c.purgeGen
 	p.written = seg.NextOffset()
-	p.unsyncedMsgs, p.unsyncedSize, p.avgRecord = 0, 0, 0
+	p.unsyncedMsgs, p.unsyncedSize, p.avgRecord, p.unhinted = 0, 0, 0, 0
 	p.sealedSums, p.segHash = nil, nil
 	p.served = servedPartition{op: man.Op, list: list}
 	st := p.g.sb.State()

@@ -354,6 +354,12 @@ type Staged struct {
 	// rest after FinishAppend (the next segment can only be created once
 	// this one is durable).
 	Records int
+	// Segment is the start offset of the segment the records go to and Pos
+	// the .log position the first of them is written at, so a caller can
+	// follow a segment's bytes (a running checksum) without reading them
+	// back.
+	Segment uint64
+	Pos     int64
 }
 
 // StageAppend is Append for a group commit: it validates records like
@@ -389,7 +395,7 @@ func (l *Log) StageAppend(b *vfs.Batch, records [][]byte) (Staged, error) {
 	l.stagedBuf = a.entries
 	b.WritevAt(s.logF, records[:n], s.size)
 	l.staged = &a
-	return Staged{Records: n}, nil
+	return Staged{Records: n, Segment: s.start, Pos: s.size}, nil
 }
 
 // FinishAppend completes the staged append with the outcome of the batch

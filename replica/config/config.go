@@ -355,6 +355,7 @@ type PartitionConfig struct {
 	EvictedRingBytesMax         ByteSize `toml:"evicted_ring_bytes_max"`
 	TransferServedCacheBytesMax ByteSize `toml:"transfer_served_cache_bytes_max"`
 	TransferArtifactBytesMax    ByteSize `toml:"transfer_artifact_bytes_max"`
+	SegmentWritebackBytes       ByteSize `toml:"segment_writeback_bytes"`
 }
 
 type MessageBusConfig struct {

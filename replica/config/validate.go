@@ -67,6 +67,8 @@ const (
 	EvictedRingCapacityMax   = 65536
 	EvictedRingBytesMax      = 256 * MiB
 	TransferBytesMax         = 64 * GiB
+	SegmentWritebackMin      = 64 * KiB
+	SegmentWritebackMax      = 1 * GiB
 	DedupClientsMax          = 65536
 	ConsumerOffsetsMax       = 262144
 	OffsetReservationMax     = 1 << 24
@@ -447,6 +449,9 @@ func (cfg *Config) validateMetadataPartition(c *checker) {
 	}
 	if p.TransferArtifactBytesMax == 0 || p.TransferArtifactBytesMax > TransferBytesMax {
 		c.fail("partition.transfer_artifact_bytes_max", "must be greater than zero and at most 64 GiB, got %s", p.TransferArtifactBytesMax)
+	}
+	if w := p.SegmentWritebackBytes; w != 0 && (w < SegmentWritebackMin || w > SegmentWritebackMax) {
+		c.fail("partition.segment_writeback_bytes", "must be 0 (no writeback hints) or between 64 KiB and 1 GiB, got %s", w)
 	}
 	if floor := SegmentSizeMax + cfg.MessageBus.MaxMessageSize; p.TransferArtifactBytesMax < floor {
 		c.fail("partition.transfer_artifact_bytes_max", "must be at least the largest segment (1 GiB) + message_bus.max_message_size = %s, got %s (a segment may close one batch past its size)", floor, p.TransferArtifactBytesMax)

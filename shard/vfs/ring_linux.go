@@ -48,6 +48,79 @@ type Ring struct {
 	// inlineWrites: buffered writes are made with pwritev by the calling
 	// thread instead of on the ring (see Options.InlineWrites).
 	inlineWrites bool
+	// async counts hint operations submitted without waiting (fire) whose
+	// completions are not reaped yet; at most maxAsync(), so the
+	// completion queue (2 x entries) always has room for them and for a
+	// full run.
+	async int
+	// hintsDropped counts hints not submitted because maxAsync were
+	// outstanding or the submission queue was full.
+	hintsDropped uint64
+}
+
+// asyncTag marks the user data of operations nobody waits for.
+const asyncTag = ^uint64(0)
+
+func (r *Ring) maxAsync() int { return max(1, int(r.entries)/4) }
+
+// HintsDropped reports how many writeback hints the ring left out because
+// too many were outstanding (see Batch.Writeback: a hint is optional).
+func (r *Ring) HintsDropped() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hintsDropped
+}
+
+// reapAsync consumes the completions of fired operations that are ready.
+// Outside run, every completion in the queue belongs to a fired one. The
+// caller holds r.mu.
+func (r *Ring) reapAsync() {
+	n := r.ring.PeekBatchCQE(r.cqes)
+	for _, cqe := range r.cqes[:n] {
+		if cqe.UserData != asyncTag {
+			panic(fmt.Sprintf("vfs: io_uring completion %d outside a run", cqe.UserData))
+		}
+		r.async--
+	}
+	r.ring.CQAdvance(n)
+}
+
+// fire submits ops and returns without waiting for them. Only operations
+// that touch no caller memory (sync_file_range) may be fired: the kernel
+// may run them after fire returns. Their outcomes are discarded. The
+// caller holds r.mu.
+func (r *Ring) fire(ops []*ringOp) {
+	if r.closed || r.broken != nil || len(ops) == 0 {
+		return
+	}
+	r.reapAsync()
+	queued := 0
+	for _, op := range ops {
+		if r.async >= r.maxAsync() {
+			r.hintsDropped++
+			continue
+		}
+		sqe := r.ring.GetSQE()
+		if sqe == nil {
+			r.hintsDropped++
+			continue
+		}
+		op.prep(sqe, 0)
+		sqe.SetData64(asyncTag)
+		r.async++
+		queued++
+	}
+	if queued == 0 {
+		return
+	}
+	// The queued entries go in now or with the next run's submission;
+	// either way they complete and are reaped (run, reapAsync, abandon).
+	for tries := 0; tries < 100 && r.ring.SQReady() > 0; tries++ {
+		_, err := r.ring.Submit()
+		if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY) {
+			return
+		}
+	}
 }
 
 // SetInlineWrites makes the ring's files write with pwritev in the calling
@@ -225,6 +298,10 @@ func (r *Ring) run(ops []*ringOp) {
 		}
 		n := r.ring.PeekBatchCQE(r.cqes)
 		for _, cqe := range r.cqes[:n] {
+			if cqe.UserData == asyncTag {
+				r.async--
+				continue
+			}
 			idx := int(cqe.UserData)
 			inflight--
 			if ops[idx].complete(cqe.Res, r.clamp) {
@@ -255,7 +332,13 @@ func (r *Ring) abandon(ops []*ringOp, inflight int, err error) {
 			panic(fmt.Sprintf("vfs: io_uring_enter failed (%v) and waiting for %d in-flight operations failed too (%v)", err, held, werr))
 		}
 		n := r.ring.PeekBatchCQE(r.cqes)
-		held -= int(n)
+		for _, cqe := range r.cqes[:n] {
+			if cqe.UserData == asyncTag {
+				r.async-- // a fired hint: holds no memory of ours
+			} else {
+				held--
+			}
+		}
 		r.ring.CQAdvance(n)
 	}
 	for _, op := range ops {
@@ -406,17 +489,24 @@ func (r *Ring) Submit(b *Batch) error {
 		}
 	}
 
-	// Hints ride the sync submission: they run after the writes and
-	// cost no extra round trip. Their outcome is ignored (Batch.Writeback).
-	var sops []*ringOp
+	// Hints go to the kernel now that the writes are done, and nobody
+	// waits for them: the syncs below do not wait behind the writeback
+	// they start. Their outcome is ignored (Batch.Writeback).
+	var hops []*ringOp
 	for _, h := range b.hints {
 		rf, ok := h.File.(*ringFile)
 		if !ok || rf.r != r || rf.closed || h.Off < 0 {
 			_ = h.File.Writeback(h.Off, h.Len)
 			continue
 		}
-		sops = append(sops, rangeOps(rf.fd, h.Off, h.Len)...)
+		hops = append(hops, rangeOps(rf.fd, h.Off, h.Len)...)
 	}
+	if len(hops) > 0 {
+		r.mu.Lock()
+		r.fire(hops)
+		r.mu.Unlock()
+	}
+	var sops []*ringOp
 	sidx := make([]int, len(b.syncs))
 	for i, f := range b.syncs {
 		rf, ok := f.(*ringFile)

@@ -101,3 +101,54 @@ func TestRingClosed(t *testing.T) {
 		t.Fatalf("write on a closed ring: %v", err)
 	}
 }
+
+// TestRingHintsNotWaitedFor: batch hints are submitted without waiting,
+// at most maxAsync outstanding (the rest counted as dropped); their
+// completions are reaped by later runs, so the ring keeps working however
+// many hints went through it, and Close with hints outstanding is clean.
+func TestRingHintsNotWaitedFor(t *testing.T) {
+	r, err := NewRing(8) // maxAsync 2
+	must(t, err)
+	defer r.Close()
+	f, err := r.OpenFile(filepath.Join(t.TempDir(), "seg"), O_RDWR|O_CREATE, 0o644)
+	must(t, err)
+	defer f.Close()
+	page := bytes.Repeat([]byte{7}, 4096)
+	for round := 0; round < 50; round++ {
+		var b Batch
+		for i := 0; i < 5; i++ {
+			off := int64(round*5+i) * 4096
+			b.WriteAt(f, page, off)
+			b.Writeback(f, off, 4096)
+		}
+		if round%7 == 0 {
+			b.Datasync(f)
+		}
+		must(t, r.Submit(&b))
+		r.mu.Lock()
+		async := r.async
+		r.mu.Unlock()
+		if async < 0 || async > r.maxAsync() {
+			t.Fatalf("round %d: %d fired operations outstanding, bound %d", round, async, r.maxAsync())
+		}
+	}
+	if r.HintsDropped() == 0 {
+		t.Fatal("5 hints per batch against a bound of 2 dropped none")
+	}
+	// Only hints: no run reaps them, fire itself must.
+	for i := 0; i < 20; i++ {
+		var b Batch
+		b.Writeback(f, 0, 4096)
+		must(t, r.Submit(&b))
+	}
+	must(t, f.Datasync())
+	size, err := f.Size()
+	must(t, err)
+	if size != 250*4096 {
+		t.Fatalf("size %d after 250 page writes", size)
+	}
+	got := make([]byte, 4096)
+	if _, err := f.ReadAt(got, 249*4096); err != nil || !bytes.Equal(got, page) {
+		t.Fatalf("last page read back wrong: %v", err)
+	}
+}
