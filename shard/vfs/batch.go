@@ -38,10 +38,13 @@ type BatchHint struct {
 }
 
 // Writeback queues a writeback hint (File.Writeback) for n bytes at off.
-// Hints run after every write of the batch, alongside its syncs, so a hint
-// may cover a range the same batch writes. They never fail the batch: a
-// hint has no outcome that matters, and a write error it could reveal is
-// reported by the file's next Datasync.
+// Hints are issued after every write of the batch has completed, so a hint
+// may cover a range the same batch writes, and before or alongside its
+// syncs. Submit need not wait for them (the io_uring implementation does
+// not), and an implementation may leave a hint out when too many are
+// outstanding. They never fail the batch: a hint has no outcome that
+// matters, and a write error it could reveal is reported by the file's
+// next Datasync.
 func (b *Batch) Writeback(f File, off, n int64) {
 	if n <= 0 {
 		return

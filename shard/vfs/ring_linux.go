@@ -31,7 +31,11 @@ const DefaultRingEntries = 4096
 // never used by the kernel after a call returns. A vectored write is split
 // into submissions of at most MaxIovecs buffers that run concurrently; any
 // partial completion is resubmitted from where it stopped. A Batch goes in
-// one io_uring_enter for all its writes and one for all its syncs.
+// one io_uring_enter for all its writes and one for all its syncs. The one
+// exception to waiting is a batch's writeback hints (sync_file_range),
+// which touch no caller memory: they are submitted after the writes and
+// left to complete on their own (fire), at most a quarter of the ring's
+// entries outstanding; later calls reap their completions.
 //
 // The ring belongs to one shard goroutine in production. A mutex guards it
 // anyway so that a call from another goroutine (a test, a debugging hook,
