@@ -10,6 +10,7 @@ import (
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -336,4 +337,58 @@ func FuzzPurgeGen(f *testing.F) {
 			t.Fatal("generation mismatch")
 		}
 	})
+}
+
+// TestSegmentChecksumFollowsAppends: in cluster mode the shard hashes the
+// active segment as it appends (followAppend), across a segment roll, so
+// a checkpoint's segment list reads nothing back; the sums it produces are
+// those of the files.
+func TestSegmentChecksumFollowsAppends(t *testing.T) {
+	fsys := vfs.NewFault(5)
+	sh := testShard(t, fsys)
+	spec := partitionSpec{stream: 1, topic: 2, id: 3, revision: 7, config: topicConfig(metadata.DurabilityPersisted)}
+	p, err := sh.openPartition(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The group stays single-replica; only the storage side acts as in a
+	// cluster from here.
+	sh.n.replicaCount = 3
+	var seq uint64
+	for len(p.seg.Segments()) < 3 { // 1 MiB segments: two rolls
+		if _, ok := send(t, sh, p, testBatch(t, seq, 20, 1000)); !ok {
+			t.Fatal("send refused")
+		}
+		seq += 20
+	}
+	segs := p.seg.Segments()
+	last := segs[len(segs)-1]
+	if p.segHash == nil || p.segHash.start != last.StartOffset || p.segHash.hashed != last.Size {
+		t.Fatalf("running checksum %+v, active segment %+v", p.segHash, last)
+	}
+	// Checkpoints (every 64 ops) ran segmentList too, but ops after the
+	// last one reached the running checksum only by following appends.
+	for _, si := range segs[:len(segs)-1] {
+		if c, ok := p.sealedSums[si.StartOffset]; !ok || c.size != si.Size {
+			t.Fatalf("sealed segment %d (%d bytes) not kept: %+v", si.StartOffset, si.Size, p.sealedSums)
+		}
+	}
+	list, err := p.segmentList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != len(segs) {
+		t.Fatalf("%d list entries for %d segments", len(list), len(segs))
+	}
+	for i, si := range segs {
+		b, err := vfs.ReadFile(fsys, si.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := vsr.NewChecksumStream()
+		s.Write(b)
+		if list[i].sum != s.Sum() || list[i].size != uint64(len(b)) {
+			t.Fatalf("segment %d: list says %d bytes sum %x, file has %d bytes sum %x", si.StartOffset, list[i].size, list[i].sum, len(b), s.Sum())
+		}
+	}
 }
