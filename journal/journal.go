@@ -97,6 +97,13 @@ type PartitionOptions struct {
 	// "Recycled files" in the package doc). 0 means Budget/FileSize (at
 	// least 1); a negative value disables recycling.
 	RecycleFiles int
+	// WritebackBytes, when positive, is how many bytes may be appended to a
+	// file without a sync before the journal asks the kernel to start
+	// writing them (vfs.File.Writeback, not waited for). A caller that
+	// syncs every group commit never reaches it; one that does not (a
+	// replicated topic) keeps the dirty data a later sync must write small.
+	// No durability meaning.
+	WritebackBytes int64
 	// BeforeCut: as MetadataOptions.BeforeCut.
 	BeforeCut func(*Torn) error
 }
@@ -119,7 +126,9 @@ type Journal struct {
 	// recycle bounds pool: retired partition files kept for reuse, by
 	// ascending maxOp.
 	recycle int
-	pool    []pooled
+	// writeback is PartitionOptions.WritebackBytes.
+	writeback int64
+	pool      []pooled
 	// recycled counts rotations that reused a pooled file, created those
 	// that created a fresh one (statistics for tests and benchmarks).
 	recycled, created uint64
@@ -159,6 +168,9 @@ type jfile struct {
 	phys   int64
 	writes uint64 // bumped by each write
 	clean  uint64 // writes as of the last completed sync
+	// hinted is the offset below which data was handed to a sync or a
+	// writeback hint (WritebackBytes).
+	hinted int64
 }
 
 // stamp is what records written into f carry in their file field: the
@@ -230,7 +242,7 @@ func OpenMetadata(fsys vfs.FS, dir string, opts MetadataOptions) (*Journal, *Rec
 func OpenPartition(fsys vfs.FS, dir string, opts PartitionOptions) (*Journal, *Recovery, error) {
 	j := &Journal{fs: fsys, dir: dir, kind: kindPartition,
 		budget: opts.Budget, fileSize: opts.FileSize, maxEntry: opts.MaxEntry,
-		beforeCut: opts.BeforeCut, recycle: opts.RecycleFiles}
+		beforeCut: opts.BeforeCut, recycle: opts.RecycleFiles, writeback: opts.WritebackBytes}
 	at := opts.CheckpointAt
 	if j.budget == 0 {
 		j.budget = DefaultBudget
@@ -504,6 +516,7 @@ func (j *Journal) Append(entries ...Entry) error {
 		}
 		w.jf.writes++
 		w.jf.phys = max(w.jf.phys, w.off+int64(n))
+		j.hint(w.jf, w.end)
 	}
 	if len(j.ents) == 0 {
 		j.base = entries[0].Op
@@ -511,6 +524,19 @@ func (j *Journal) Append(entries ...Entry) error {
 	}
 	j.ents = append(j.ents, added...)
 	return nil
+}
+
+// hint starts the kernel's writeback of f's unsynced data up to end once
+// WritebackBytes of it accumulated (from the page holding the first such
+// byte). A hint cannot fail an append: its error would resurface at the
+// next sync.
+func (j *Journal) hint(f *jfile, end int64) {
+	if j.writeback <= 0 || end-f.hinted < j.writeback {
+		return
+	}
+	from := f.hinted &^ 4095
+	_ = f.f.Writeback(from, end-from)
+	f.hinted = end
 }
 
 // newFile starts a partition file whose first record is op (or, for the
@@ -651,6 +677,7 @@ func (j *Journal) SyncTo(b *vfs.Batch) SyncTicket {
 	}
 	for _, f := range j.files {
 		if f.writes != f.clean {
+			f.hinted = max(f.hinted, f.size)
 			b.Datasync(f.f)
 			t.files = append(t.files, f)
 			t.writes = append(t.writes, f.writes)

@@ -357,7 +357,8 @@ func (n *Node) partitionJournalOptions(c vsr.Config) journal.PartitionOptions {
 	// only ever holds files that were live at once, so the disk a partition
 	// journal uses stays within its budget; it just is not given back after
 	// a checkpoint.
-	return journal.PartitionOptions{Budget: budget, MaxEntry: int(entry)}
+	return journal.PartitionOptions{Budget: budget, MaxEntry: int(entry),
+		WritebackBytes: int64(n.cfg.Partition.WALWritebackBytes.Bytes())}
 }
 
 func (n *Node) metadataVSRConfig() vsr.Config {

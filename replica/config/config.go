@@ -356,6 +356,7 @@ type PartitionConfig struct {
 	TransferServedCacheBytesMax ByteSize `toml:"transfer_served_cache_bytes_max"`
 	TransferArtifactBytesMax    ByteSize `toml:"transfer_artifact_bytes_max"`
 	SegmentWritebackBytes       ByteSize `toml:"segment_writeback_bytes"`
+	WALWritebackBytes           ByteSize `toml:"wal_writeback_bytes"`
 }
 
 type MessageBusConfig struct {

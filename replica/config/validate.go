@@ -450,6 +450,9 @@ func (cfg *Config) validateMetadataPartition(c *checker) {
 	if p.TransferArtifactBytesMax == 0 || p.TransferArtifactBytesMax > TransferBytesMax {
 		c.fail("partition.transfer_artifact_bytes_max", "must be greater than zero and at most 64 GiB, got %s", p.TransferArtifactBytesMax)
 	}
+	if w := p.WALWritebackBytes; w != 0 && (w < SegmentWritebackMin || w > SegmentWritebackMax) {
+		c.fail("partition.wal_writeback_bytes", "must be 0 (no writeback hints) or between 64 KiB and 1 GiB, got %s", w)
+	}
 	if w := p.SegmentWritebackBytes; w != 0 && (w < SegmentWritebackMin || w > SegmentWritebackMax) {
 		c.fail("partition.segment_writeback_bytes", "must be 0 (no writeback hints) or between 64 KiB and 1 GiB, got %s", w)
 	}

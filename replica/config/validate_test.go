@@ -232,6 +232,7 @@ func TestEveryRuleRefuses(t *testing.T) {
 		{"artifact floor", func(c *Config) { c.Partition.TransferArtifactBytesMax = GiB }, "partition.transfer_artifact_bytes_max", "at least the largest segment (1 GiB) + message_bus.max_message_size"},
 		{"writeback too small", func(c *Config) { c.Partition.SegmentWritebackBytes = 4 * KiB }, "partition.segment_writeback_bytes", "between 64 KiB and 1 GiB"},
 		{"writeback too large", func(c *Config) { c.Partition.SegmentWritebackBytes = 2 * GiB }, "partition.segment_writeback_bytes", "between 64 KiB and 1 GiB"},
+		{"wal writeback too small", func(c *Config) { c.Partition.WALWritebackBytes = 4 * KiB }, "partition.wal_writeback_bytes", "between 64 KiB and 1 GiB"},
 
 		// message bus
 		{"bus batch", func(c *Config) { c.MessageBus.MaxBatch = 513 }, "message_bus.max_batch", "between 1 and 512"},
