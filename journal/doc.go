@@ -217,4 +217,13 @@
 // SyncTo adds this journal's fdatasyncs (and the directory sync after a
 // rotation) to a vfs.Batch and returns a ticket; after the batch is
 // submitted without error, SyncDone(ticket) advances Synced.
+//
+// A partition journal whose caller does not sync every append (a replicated
+// topic) gives the kernel writeback hints instead (PartitionOptions.
+// WritebackBytes): whenever that many bytes of a file were appended since
+// its last sync or hint, vfs.File.Writeback starts writing them, from the
+// page holding the first of them, without waiting. The sync a checkpoint's
+// DiscardPrefix issues then finds little left to write. Hints promise
+// nothing about durability and their errors are ignored (a write error
+// resurfaces at the next sync).
 package journal
