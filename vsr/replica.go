@@ -275,11 +275,24 @@ type Info struct {
 	// HeldDropped counts messages dropped because too many waited for a
 	// state write (a wedged superblock).
 	HeldDropped uint64
+	// Diagnostics of catching up: the journal's lowest retained op (0:
+	// none below the head), a committed op whose identity is known above
+	// the head, the primary's reported head, whether a state transfer is
+	// under way (from TransferPeer, of checkpoint TransferOp once its
+	// manifest arrived), and whether the replica still learns the views
+	// of its peers after a wipe.
+	JournalFloor uint64
+	AnchorOp     uint64
+	PrimaryHead  uint64
+	Transferring bool
+	TransferPeer uint8
+	TransferOp   uint64
+	Rejoining    bool
 }
 
 // Info returns the replica's current position.
 func (r *Replica) Info() Info {
-	return Info{
+	i := Info{
 		Replica:     uint8(r.self),
 		Status:      r.status.String(),
 		View:        r.view,
@@ -295,7 +308,39 @@ func (r *Replica) Info() Info {
 		Incarnation: r.incarnation,
 		Fenced:      r.fenced,
 		HeldDropped: r.heldDropped,
+
+		JournalFloor: r.journalFloor,
+		AnchorOp:     r.anchorOp,
+		PrimaryHead:  r.primaryHead,
+		Transferring: r.xfer != nil,
+		Rejoining:    r.rejoining,
 	}
+	if r.xfer != nil {
+		i.TransferPeer = uint8(r.xfer.peer)
+		if r.xfer.manifest != nil {
+			i.TransferOp = r.xfer.manifest.Op
+		}
+	}
+	return i
+}
+
+// CatchUpDetail describes the replica's journal repair or state transfer in
+// one line, for logs about a replica that does not catch up.
+func (r *Replica) CatchUpDetail() string {
+	if x := r.xfer; x != nil {
+		var op uint64
+		if x.manifest != nil {
+			op = x.manifest.Op
+		}
+		return fmt.Sprintf("transfer from %d of checkpoint %d: artifact %d at %d, attempt %d, writes %d, installing %v, retry in %d ticks",
+			x.peer, op, x.index, x.offset, x.attempts, x.writes, x.installing, r.t.transfer.left)
+	}
+	lo, hi, toPrimary, ok := r.repairTarget()
+	if !ok {
+		return "nothing to repair"
+	}
+	return fmt.Sprintf("repair of ops %d..%d (from the primary: %v), attempt %d, timer armed %v, retry in %d ticks",
+		lo, hi, toPrimary, r.rep.attempt, r.t.repair.armed, r.t.repair.left)
 }
 
 // Identity returns the identity of committed op, when the replica still holds
