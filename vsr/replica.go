@@ -288,6 +288,10 @@ type Info struct {
 	TransferPeer uint8
 	TransferOp   uint64
 	Rejoining    bool
+	// ViewHead is the head op of the log this replica adopted or built in
+	// its current view (its own head, or the head a StartView announced
+	// while the replica is still too far behind to hold those headers).
+	ViewHead uint64
 }
 
 // Info returns the replica's current position.
@@ -314,6 +318,10 @@ func (r *Replica) Info() Info {
 		PrimaryHead:  r.primaryHead,
 		Transferring: r.xfer != nil,
 		Rejoining:    r.rejoining,
+		ViewHead:     r.op,
+	}
+	if r.logView == r.view {
+		i.ViewHead = max(i.ViewHead, r.vhCommit+uint64(len(r.vhHeaders)))
 	}
 	if r.xfer != nil {
 		i.TransferPeer = uint8(r.xfer.peer)
