@@ -110,6 +110,8 @@ type group struct {
 	lagSince   uint64
 	lagLogged  uint64
 	lagCheckAt uint64
+	lagStatus  string
+	lagView    uint32
 }
 
 // lagReportTicks: how long a replica may know of committed ops it has not
@@ -121,15 +123,18 @@ const lagReportTicks = uint64(5 * time.Second / vsr.TickInterval)
 const lagCheckTicks = 16
 
 // watchLag logs a replica that knows ops are committed beyond what it
-// applied and makes no progress towards them: a replica that cannot catch up
-// (journal repair or state transfer stuck) is otherwise silent.
+// applied and makes no progress towards them, or that stays out of normal
+// status in one view: a replica that cannot catch up (journal repair, state
+// transfer or a view change stuck) is otherwise silent.
 func (g *group) watchLag() {
 	if g.sh.n.replicaCount <= 1 || g.ticks < g.lagCheckAt {
 		return
 	}
 	g.lagCheckAt = g.ticks + lagCheckTicks
 	info := g.r.Info()
-	if info.CommitMin >= info.CommitMax || info.CommitMin != g.lagApplied {
+	stuck := info.Status != "normal" && info.Status == g.lagStatus && info.View == g.lagView
+	g.lagStatus, g.lagView = info.Status, info.View
+	if !stuck && (info.CommitMin >= info.CommitMax || info.CommitMin != g.lagApplied) {
 		g.lagApplied, g.lagSince = info.CommitMin, g.ticks
 		return
 	}
@@ -137,7 +142,7 @@ func (g *group) watchLag() {
 		return
 	}
 	g.lagLogged = g.ticks
-	g.log.Warn("replica behind and not catching up",
+	g.log.Warn("replica behind or out of normal status, not catching up",
 		zap.String("status", info.Status), zap.Uint32("view", info.View), zap.Uint32("log_view", info.LogView),
 		zap.Uint8("primary", info.Primary), zap.Uint64("op", info.Op),
 		zap.Uint64("commit_min", info.CommitMin), zap.Uint64("commit_max", info.CommitMax),

@@ -343,6 +343,10 @@ func (r *Replica) CatchUpDetail() string {
 		return fmt.Sprintf("transfer from %d of checkpoint %d: artifact %d at %d, attempt %d, writes %d, installing %v, retry in %d ticks",
 			x.peer, op, x.index, x.offset, x.attempts, x.writes, x.installing, r.t.transfer.left)
 	}
+	if r.status != statusNormal {
+		return fmt.Sprintf("%s: probes %d, rejoining %v (views heard %v), svc view %d, primary ready %v",
+			r.status, r.probes, r.rejoining, r.viewOf, r.svcView, r.primaryReady)
+	}
 	lo, hi, toPrimary, ok := r.repairTarget()
 	if !ok {
 		return "nothing to repair"
