@@ -86,3 +86,50 @@ func TestTransferFollowsMovingCheckpoint(t *testing.T) {
 			manifestOp, got, want)
 	}
 }
+
+// TestViewHeadOfRejoinedReplica: a wiped replica that adopts a StartView
+// while far behind holds none of the view's headers yet (they lie beyond its
+// window), but Info.ViewHead reports the head of the log it adopted. A
+// --fresh node takes its rejoin horizon from it (replica.freshTarget): every
+// op committed before the wipe is at or below that head, while the commit
+// point a StartView names may lag ops an earlier primary committed.
+func TestViewHeadOfRejoinedReplica(t *testing.T) {
+	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
+		cfg := clusterConfig(3)(i)
+		cfg.JournalSlots = 256
+		cfg.CheckpointInterval = 16
+		return cfg
+	})
+	bootAll(t, c)
+	c.Settle(10)
+	p := c.Primary()
+	if p != 0 {
+		t.Fatalf("primary %d, want 0", p)
+	}
+	for i := uint64(1); i <= 400; i++ {
+		c.Nodes[p].Submit(vsr.Request{Token: i, Operation: vsrtest.OpPut, WallClock: i,
+			Body: vsrtest.EncodePut(uint8(i%5), i)})
+		c.Deliver(nil, 1<<20)
+	}
+	c.Nodes[1].Crash()
+	c.Nodes[1].Disk.Wipe()
+	if err := c.Nodes[1].Boot(true); err != nil {
+		t.Fatal(err)
+	}
+	// Hold back everything the rejoined replica would fetch, so it stays
+	// as it was right after adopting the view.
+	c.Filter = func(pk vsrtest.Packet, m vsr.Message) bool {
+		switch m.Header.Command() {
+		case vsr.CmdRequestPrepares, vsr.CmdRequestManifest:
+			return pk.From == 1
+		}
+		return false
+	}
+	for i := 0; i < 500 && c.Nodes[1].R.Info().Status != "normal"; i++ {
+		c.Run(1)
+	}
+	got, head := c.Nodes[1].R.Info(), c.Nodes[0].R.Info().Op
+	if got.Status != "normal" || got.Op >= head || got.ViewHead != head {
+		t.Fatalf("rejoined replica %+v: want normal, op below the view's head %d and ViewHead %d", got, head, head)
+	}
+}
