@@ -105,15 +105,20 @@ type Replica struct {
 	// baseOp/baseID: the op below the first op of a journal that was reset
 	// (state transfer, or a boot that dropped the journal), whose header the
 	// replica may not hold.
-	baseOp      uint64
-	baseID      Checksum
-	ckptBusy    bool
-	ckptFresh   bool // a checkpoint request waits in Ready: apply nothing more
-	resume      bool // Ready released a checkpoint hold: pump on the next HasReady
-	ckptOp      uint64
-	ckptID      Checksum
-	ckptTS      uint64
-	discarded   uint64 // highest op discarded from the journal
+	baseOp    uint64
+	baseID    Checksum
+	ckptBusy  bool
+	ckptFresh bool // a checkpoint request waits in Ready: apply nothing more
+	resume    bool // Ready released a checkpoint hold: pump on the next HasReady
+	ckptOp    uint64
+	ckptID    Checksum
+	ckptTS    uint64
+	discarded uint64 // highest op discarded from the journal
+	// faultyBelow: the highest journal entry at or below the checkpoint
+	// that boot found corrupt (0: none). Nothing fetches such an entry
+	// again (the checkpoint covers it), so the next discard covers it too:
+	// a journal that compacts by copying what it keeps cannot keep it.
+	faultyBelow uint64
 	manifest    *Manifest
 	lastTS      uint64
 	cachedBytes int

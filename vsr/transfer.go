@@ -81,10 +81,25 @@ func (r *Replica) afterStateDurable() {
 	}
 	retain := uint64(r.cfg.JournalSlots / 2)
 	c := r.durable.Checkpoint
-	if c <= retain || r.journalFloor == 0 {
+	if r.faultyBelow != 0 && (r.faultyBelow <= r.discarded || r.journalFloor == 0) {
+		r.faultyBelow = 0
+	}
+	if (c <= retain && r.faultyBelow == 0) || r.journalFloor == 0 {
 		return
 	}
-	d := min(c-retain, r.journalHead)
+	var d uint64
+	if c > retain {
+		d = c - retain
+	}
+	if r.faultyBelow != 0 && r.faultyBelow <= c {
+		// A corrupt entry the checkpoint covers is never repaired; the
+		// metadata journal compacts by copying the ops it keeps and refuses
+		// to copy it, which stopped the group (chaos seed 1033). Discard
+		// through it: the history kept for lagging peers is shorter, and a
+		// peer that needs it transfers state.
+		d = max(d, r.faultyBelow)
+	}
+	d = min(d, r.journalHead)
 	if d >= r.journalFloor && d > r.discarded {
 		r.journalOp(JournalOp{Kind: JournalDiscard, Op: d})
 		r.discarded = d

@@ -133,3 +133,69 @@ func TestViewHeadOfRejoinedReplica(t *testing.T) {
 		t.Fatalf("rejoined replica %+v: want normal, op below the view's head %d and ViewHead %d", got, head, head)
 	}
 }
+
+// TestDiscardCoversCorruptEntryBelowCheckpoint: a replica restarts with a
+// corrupt journal entry its checkpoint covers. Nothing repairs such an entry,
+// and the metadata journal compacts by copying every op it keeps, refusing a
+// corrupt one: a discard that kept it stopped the metadata group for good
+// (chaos seed 1033). The first discard after the restart covers it.
+func TestDiscardCoversCorruptEntryBelowCheckpoint(t *testing.T) {
+	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
+		cfg := clusterConfig(3)(i)
+		cfg.JournalSlots = 256
+		cfg.CheckpointInterval = 16
+		return cfg
+	})
+	bootAll(t, c)
+	c.Settle(10)
+	p := c.Primary()
+	if p != 0 {
+		t.Fatalf("primary %d, want 0", p)
+	}
+	token := uint64(0)
+	load := func(n int) {
+		for i := 0; i < n; i++ {
+			token++
+			c.Nodes[p].Submit(vsr.Request{Token: token, Operation: vsrtest.OpPut, WallClock: token,
+				Body: vsrtest.EncodePut(uint8(token%5), token)})
+			c.Deliver(nil, 1<<20)
+		}
+	}
+	load(300)
+	c.Run(50)
+	r2 := c.Nodes[2]
+	inf := r2.R.Info()
+	// Above the journal's floor (checkpoint − JournalSlots/2) and above
+	// what the next checkpoint's discard would reach, below the checkpoint.
+	bad := inf.Checkpoint - 20
+	if inf.Checkpoint < 288 || inf.JournalFloor == 0 || bad <= inf.JournalFloor+32 {
+		t.Fatalf("unexpected position %+v", inf)
+	}
+	r2.Crash()
+	if !r2.Disk.Corrupt(bad) {
+		t.Fatalf("op %d not on r2's disk", bad)
+	}
+	var discards []uint64
+	r2.OnJournal = func(j vsr.JournalOp) {
+		if j.Kind == vsr.JournalDiscard {
+			discards = append(discards, j.Op)
+		}
+	}
+	if err := r2.Boot(false); err != nil {
+		t.Fatal(err)
+	}
+	c.Run(50)
+	load(40)
+	c.Run(50)
+	if len(discards) == 0 {
+		t.Fatal("r2 discarded nothing after the restart")
+	}
+	for _, d := range discards {
+		if d < bad {
+			t.Fatalf("r2 discarded through %d, keeping its corrupt entry %d (discards %v)", d, bad, discards)
+		}
+	}
+	if got, want := r2.R.Info(), c.Nodes[0].R.Info(); got.CommitMin != want.CommitMin || !r2.SM.Equal(c.Nodes[0].SM) {
+		t.Fatalf("r2 %+v did not keep up with the primary %+v", got, want)
+	}
+}
