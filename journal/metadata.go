@@ -28,6 +28,16 @@ func (j *Journal) rewriteMetadata(through uint64) error {
 	switch {
 	case len(j.ents) > 0 && through >= j.base && through <= j.Last():
 		prev = j.ents[through-j.base].link
+		if j.ents[through-j.base].region != nil {
+			// through itself is faulty: its link is unknown, but the intact
+			// record after it names it (a replica discards through a
+			// corrupt entry its checkpoint covers; chaos seed 1033).
+			p, err := j.prevLinkOf(through + 1)
+			if err != nil {
+				return err
+			}
+			prev = p
+		}
 	case through+1 == j.base:
 		prev = j.prevLink
 	}
@@ -117,4 +127,23 @@ func (j *Journal) rewriteMetadata(through uint64) error {
 	j.gen++
 	j.synced = j.Last()
 	return nil
+}
+
+// prevLinkOf returns the chain link that op's record names as its
+// predecessor's, read from op's record header and checked against op's own
+// link.
+func (j *Journal) prevLinkOf(op uint64) (Uint128, error) {
+	s, ok := j.slot(op)
+	if !ok || s.region != nil {
+		return Uint128{}, fmt.Errorf("%w: the link below op %d is unknown: op %d is faulty or absent", ErrFaulty, op, op)
+	}
+	buf := make([]byte, RecordHeaderSize)
+	if n, err := s.file.f.ReadAt(buf, s.off); n != len(buf) {
+		return Uint128{}, fmt.Errorf("journal: reading the record of op %d from %s: %w", op, s.file.path, err)
+	}
+	h, err := decodeRecordHeader(buf, s.off, j.maxEntry)
+	if err != nil || h.op != op || h.entry != s.entry || h.link() != s.link {
+		return Uint128{}, fmt.Errorf("%w: op %d header in %s at %d: %v", ErrCorrupt, op, s.file.path, s.off, err)
+	}
+	return h.prev, nil
 }

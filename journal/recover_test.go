@@ -489,3 +489,33 @@ func TestBeforeCut(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactThroughFaulty: compacting the metadata journal through a faulty
+// op (a replica drops a corrupt entry its checkpoint covers) takes the link
+// below the kept ops from the next record; before, it used the faulty op's
+// unknown link and panicked (chaos seed 1033).
+func TestCompactThroughFaulty(t *testing.T) {
+	fsys, offs := journalOps(t, 8, 10, true)
+	patch(t, fsys, metaPath, func(f vfs.File) {
+		_, err := f.WriteAt([]byte{7}, offs[6]+100)
+		must(t, err)
+	})
+	j, rep := openMeta(t, fsys, MetadataOptions{})
+	if len(rep.Faulty) != 1 || rep.Faulty[0].From != 6 {
+		t.Fatalf("faulty %+v", rep.Faulty)
+	}
+	must(t, j.DiscardPrefix(6))
+	if j.First() != 7 || j.Last() != 10 || len(j.Faulty()) != 0 {
+		t.Fatalf("after discarding through the faulty op: %d..%d, faulty %v", j.First(), j.Last(), j.Faulty())
+	}
+	must(t, j.Append(Bytes(11, content(11, 200, 0))))
+	must(t, j.Sync())
+	must(t, j.Close())
+	j2, rep := openMeta(t, fsys, MetadataOptions{})
+	if rep.Torn != nil || len(rep.Faulty) != 0 || j2.First() != 7 || rep.Last != 11 {
+		t.Fatalf("reopened: %+v, first %d", rep, j2.First())
+	}
+	for op := uint64(7); op <= 11; op++ {
+		readOK(t, j2, op, content(op, 200, 0))
+	}
+}

@@ -99,7 +99,10 @@ func (g *group) publishRole() {
 	}
 	g.sh.n.roles.slot(g.id).Store(r)
 	if g.id == vsr.MetadataGroup && g.sh.n.fresh && g.sh.n.freshTarget == 0 && info.Status == "normal" {
-		g.sh.n.freshTarget = max(info.CommitMax, 1)
+		// Every op committed before the wipe is in the log of the view
+		// this replica joined, up to its head: the commit point a StartView
+		// names may lag ops an earlier primary committed.
+		g.sh.n.freshTarget = max(info.CommitMax, info.ViewHead, 1)
 	}
 	if changed && g.sh.n.clustered() {
 		g.log.Info("group role", zap.Uint32("view", info.View), zap.String("status", info.Status),

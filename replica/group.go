@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -103,6 +104,54 @@ type group struct {
 	roleCommit  uint64
 	failed      error
 	closed      bool
+	// Lag watch (watchLag): the applied op last seen and the tick it last
+	// moved or the replica caught up, and the tick of the last report.
+	lagApplied uint64
+	lagSince   uint64
+	lagLogged  uint64
+	lagCheckAt uint64
+	lagStatus  string
+	lagView    uint32
+}
+
+// lagReportTicks: how long a replica may know of committed ops it has not
+// applied, without applying any, before watchLag reports it (and how often
+// it repeats the report while that lasts).
+const lagReportTicks = uint64(5 * time.Second / vsr.TickInterval)
+
+// lagCheckTicks: how often watchLag looks.
+const lagCheckTicks = 16
+
+// watchLag logs a replica that knows ops are committed beyond what it
+// applied and makes no progress towards them, or that stays out of normal
+// status in one view: a replica that cannot catch up (journal repair, state
+// transfer or a view change stuck) is otherwise silent.
+func (g *group) watchLag() {
+	if g.sh.n.replicaCount <= 1 || g.ticks < g.lagCheckAt {
+		return
+	}
+	g.lagCheckAt = g.ticks + lagCheckTicks
+	info := g.r.Info()
+	stuck := info.Status != "normal" && info.Status == g.lagStatus && info.View == g.lagView
+	g.lagStatus, g.lagView = info.Status, info.View
+	if !stuck && (info.CommitMin >= info.CommitMax || info.CommitMin != g.lagApplied) {
+		g.lagApplied, g.lagSince = info.CommitMin, g.ticks
+		return
+	}
+	if g.ticks-g.lagSince < lagReportTicks || g.ticks-g.lagLogged < lagReportTicks {
+		return
+	}
+	g.lagLogged = g.ticks
+	g.log.Warn("replica behind or out of normal status, not catching up",
+		zap.String("status", info.Status), zap.Uint32("view", info.View), zap.Uint32("log_view", info.LogView),
+		zap.Uint8("primary", info.Primary), zap.Uint64("op", info.Op),
+		zap.Uint64("commit_min", info.CommitMin), zap.Uint64("commit_max", info.CommitMax),
+		zap.Uint64("checkpoint", info.Checkpoint), zap.Uint64("journal_floor", info.JournalFloor),
+		zap.Uint64("journal_head", info.JournalHead), zap.Uint64("durable_head", info.DurableHead),
+		zap.Uint64("anchor", info.AnchorOp), zap.Uint64("primary_head", info.PrimaryHead),
+		zap.Bool("transferring", info.Transferring), zap.Uint8("transfer_peer", info.TransferPeer),
+		zap.Uint64("transfer_op", info.TransferOp), zap.Bool("rejoining", info.Rejoining),
+		zap.Bool("fenced", info.Fenced), zap.String("detail", g.r.CatchUpDetail()), zap.Duration("stalled", time.Duration(g.ticks-g.lagSince)*vsr.TickInterval))
 }
 
 type appended struct {

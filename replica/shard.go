@@ -474,6 +474,7 @@ func (sh *shardLoop) tick(n uint64) {
 			g.r.Tick()
 		}
 		g.ticks += n
+		g.watchLag()
 		if len(g.fwd) > 0 {
 			g.expireForwards()
 		}

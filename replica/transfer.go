@@ -143,7 +143,7 @@ func (m *metaSM) install(man vsr.Manifest) error {
 	m.served = metaServed{}
 	m.n.log.Info("metadata installed from a peer's checkpoint", zap.Uint64("op", man.Op),
 		zap.Int("streams", st.StreamsCount()), zap.Int("users", len(st.Users())))
-	m.n.reconcilePartitions(m.sh, st, man.Op)
+	m.n.reconcilePartitions(m.sh, st)
 	m.n.installs.Add(1)
 	return nil
 }
@@ -170,7 +170,17 @@ func (m *metaSM) keepPrevious() error {
 // names, after the metadata state was replaced wholesale (state transfer):
 // every partition of the view is opened (a no-op where it is open with
 // that revision) and every hosted partition the view lacks is dropped.
-func (n *Node) reconcilePartitions(sh *shardLoop, view *metadata.State, op uint64) {
+//
+// On a node started with --fresh every partition it opens here rejoins: the
+// checkpoint does not say which metadata op created a partition, and one
+// created before the wipe may hold ops this node acknowledged then, even
+// when the checkpoint is newer than the commit point the node learned at
+// its return (freshTarget; chaos seed 1001: a wiped node got a metadata
+// checkpoint just past freshTarget, opened its partitions as ordinary empty
+// replicas and voted an empty log in the next view change). A partition
+// created after the wipe loses nothing by rejoining: it waits for a
+// StartView of its peers, which know it from view 0.
+func (n *Node) reconcilePartitions(sh *shardLoop, view *metadata.State) {
 	want := map[shard.Namespace]uint64{}
 	for _, st := range view.Streams() {
 		for _, tp := range st.Topics() {
@@ -179,7 +189,7 @@ func (n *Node) reconcilePartitions(sh *shardLoop, view *metadata.State, op uint6
 				want[ns] = p.Revision
 				sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartOpen, ns: ns,
 					spec: partitionSpec{stream: st.ID, topic: tp.ID, id: p.ID, revision: p.Revision, config: tp.Config,
-						purgeGen: p.PurgeGeneration, rejoin: n.rejoining(op)}})
+						purgeGen: p.PurgeGeneration, rejoin: n.fresh}})
 			}
 		}
 	}

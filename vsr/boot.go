@@ -159,7 +159,13 @@ func (r *Replica) bootJournal(b Boot, s *State) (bool, error) {
 			committed = max(committed, min(h.Commit(), h.Op()))
 		}
 	}
-	// A corrupt entry above the checkpoint ends the usable journal.
+	// A corrupt entry above the checkpoint ends the usable journal; one at or
+	// below it is dropped at the next discard (faultyBelow).
+	for i := range entries {
+		if entries[i].Header == nil && entries[i].Op <= r.checkpoint {
+			r.faultyBelow = entries[i].Op
+		}
+	}
 	cut := jHead
 	for i := range entries {
 		if entries[i].Header == nil && entries[i].Op > r.checkpoint {

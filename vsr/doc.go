@@ -161,7 +161,10 @@
 // fetches that peer's latest checkpoint (state transfer: RequestManifest,
 // Manifest, then RequestChunk/Chunk for each artifact in turn, each artifact
 // verified against its XXH3-128), asks the node to install it (Install /
-// InstallDone) and continues with journal repair above it. Once the state
+// InstallDone) and continues with journal repair above it. A peer keeps
+// serving only its latest checkpoint; it answers a RequestChunk of an older
+// one with a Manifest of the current one (same nonce), and the transfer
+// starts over on that. Once the state
 // record naming the installed checkpoint is durable the journal drops what the
 // checkpoint covers; ops above it that the journal already holds, chained to
 // it, stay where they are (a truncate to the checkpoint would drop ops the
@@ -316,6 +319,8 @@
 //
 // RequestChunk (12) and Chunk (13): 80 u64 nonce; 88 u64 checkpoint op; 96
 // u64 offset; 104 u32 artifact; 108 u32 length; a Chunk's body is the bytes.
+// A RequestChunk of a checkpoint the peer no longer serves (or whose read
+// failed after the peer moved on) is answered with a Manifest.
 //
 // Forward (14) and ForwardReply (15) are node-to-node messages on the same
 // links (a backup relaying a client request to the primary, and the

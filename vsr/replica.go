@@ -105,15 +105,20 @@ type Replica struct {
 	// baseOp/baseID: the op below the first op of a journal that was reset
 	// (state transfer, or a boot that dropped the journal), whose header the
 	// replica may not hold.
-	baseOp      uint64
-	baseID      Checksum
-	ckptBusy    bool
-	ckptFresh   bool // a checkpoint request waits in Ready: apply nothing more
-	resume      bool // Ready released a checkpoint hold: pump on the next HasReady
-	ckptOp      uint64
-	ckptID      Checksum
-	ckptTS      uint64
-	discarded   uint64 // highest op discarded from the journal
+	baseOp    uint64
+	baseID    Checksum
+	ckptBusy  bool
+	ckptFresh bool // a checkpoint request waits in Ready: apply nothing more
+	resume    bool // Ready released a checkpoint hold: pump on the next HasReady
+	ckptOp    uint64
+	ckptID    Checksum
+	ckptTS    uint64
+	discarded uint64 // highest op discarded from the journal
+	// faultyBelow: the highest journal entry at or below the checkpoint
+	// that boot found corrupt (0: none). Nothing fetches such an entry
+	// again (the checkpoint covers it), so the next discard covers it too:
+	// a journal that compacts by copying what it keeps cannot keep it.
+	faultyBelow uint64
 	manifest    *Manifest
 	lastTS      uint64
 	cachedBytes int
@@ -275,11 +280,28 @@ type Info struct {
 	// HeldDropped counts messages dropped because too many waited for a
 	// state write (a wedged superblock).
 	HeldDropped uint64
+	// Diagnostics of catching up: the journal's lowest retained op (0:
+	// none below the head), a committed op whose identity is known above
+	// the head, the primary's reported head, whether a state transfer is
+	// under way (from TransferPeer, of checkpoint TransferOp once its
+	// manifest arrived), and whether the replica still learns the views
+	// of its peers after a wipe.
+	JournalFloor uint64
+	AnchorOp     uint64
+	PrimaryHead  uint64
+	Transferring bool
+	TransferPeer uint8
+	TransferOp   uint64
+	Rejoining    bool
+	// ViewHead is the head op of the log this replica adopted or built in
+	// its current view (its own head, or the head a StartView announced
+	// while the replica is still too far behind to hold those headers).
+	ViewHead uint64
 }
 
 // Info returns the replica's current position.
 func (r *Replica) Info() Info {
-	return Info{
+	i := Info{
 		Replica:     uint8(r.self),
 		Status:      r.status.String(),
 		View:        r.view,
@@ -295,7 +317,47 @@ func (r *Replica) Info() Info {
 		Incarnation: r.incarnation,
 		Fenced:      r.fenced,
 		HeldDropped: r.heldDropped,
+
+		JournalFloor: r.journalFloor,
+		AnchorOp:     r.anchorOp,
+		PrimaryHead:  r.primaryHead,
+		Transferring: r.xfer != nil,
+		Rejoining:    r.rejoining,
+		ViewHead:     r.op,
 	}
+	if r.logView == r.view {
+		i.ViewHead = max(i.ViewHead, r.vhCommit+uint64(len(r.vhHeaders)))
+	}
+	if r.xfer != nil {
+		i.TransferPeer = uint8(r.xfer.peer)
+		if r.xfer.manifest != nil {
+			i.TransferOp = r.xfer.manifest.Op
+		}
+	}
+	return i
+}
+
+// CatchUpDetail describes the replica's journal repair or state transfer in
+// one line, for logs about a replica that does not catch up.
+func (r *Replica) CatchUpDetail() string {
+	if x := r.xfer; x != nil {
+		var op uint64
+		if x.manifest != nil {
+			op = x.manifest.Op
+		}
+		return fmt.Sprintf("transfer from %d of checkpoint %d: artifact %d at %d, attempt %d, writes %d, installing %v, retry in %d ticks",
+			x.peer, op, x.index, x.offset, x.attempts, x.writes, x.installing, r.t.transfer.left)
+	}
+	if r.status != statusNormal {
+		return fmt.Sprintf("%s: probes %d, rejoining %v (views heard %v), svc view %d, primary ready %v",
+			r.status, r.probes, r.rejoining, r.viewOf, r.svcView, r.primaryReady)
+	}
+	lo, hi, toPrimary, ok := r.repairTarget()
+	if !ok {
+		return "nothing to repair"
+	}
+	return fmt.Sprintf("repair of ops %d..%d (from the primary: %v), attempt %d, timer armed %v, retry in %d ticks",
+		lo, hi, toPrimary, r.rep.attempt, r.t.repair.armed, r.t.repair.left)
 }
 
 // Identity returns the identity of committed op, when the replica still holds

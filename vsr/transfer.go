@@ -81,10 +81,25 @@ func (r *Replica) afterStateDurable() {
 	}
 	retain := uint64(r.cfg.JournalSlots / 2)
 	c := r.durable.Checkpoint
-	if c <= retain || r.journalFloor == 0 {
+	if r.faultyBelow != 0 && (r.faultyBelow <= r.discarded || r.journalFloor == 0) {
+		r.faultyBelow = 0
+	}
+	if (c <= retain && r.faultyBelow == 0) || r.journalFloor == 0 {
 		return
 	}
-	d := min(c-retain, r.journalHead)
+	var d uint64
+	if c > retain {
+		d = c - retain
+	}
+	if r.faultyBelow != 0 && r.faultyBelow <= c {
+		// A corrupt entry the checkpoint covers is never repaired; the
+		// metadata journal compacts by copying the ops it keeps and refuses
+		// to copy it, which stopped the group (chaos seed 1033). Discard
+		// through it: the history kept for lagging peers is shorter, and a
+		// peer that needs it transfers state.
+		d = max(d, r.faultyBelow)
+	}
+	d = min(d, r.journalHead)
 	if d >= r.journalFloor && d > r.discarded {
 		r.journalOp(JournalOp{Kind: JournalDiscard, Op: d})
 		r.discarded = d
@@ -179,10 +194,22 @@ func (r *Replica) onRequestManifest(from int, h *Header) {
 func (r *Replica) onManifest(from int, msg Message) {
 	x := r.xfer
 	h := msg.Header
-	if x == nil || from != x.peer || h.nonce() != x.nonce || x.manifest != nil {
+	if x == nil || from != x.peer || h.nonce() != x.nonce {
 		return
 	}
 	op := h.rangeLo()
+	if x.manifest != nil {
+		// The peer answers a chunk request of a checkpoint it no longer
+		// serves with the manifest of the one it serves now (it checkpoints
+		// every CheckpointInterval ops, so under load it moves on while a
+		// transfer runs): start over on that one. Without this answer the
+		// transfer waited through backed-off retries of chunks nobody
+		// serves (chaos seeds 1004, 1019).
+		if op == x.manifest.Op || x.installing || x.writes > 0 {
+			return // a duplicate, or staged bytes still landing: the retry asks again
+		}
+		x.manifest = nil
+	}
 	if op <= r.commitMin {
 		// Nothing to gain from this peer's checkpoint; let journal repair or
 		// another peer help.
@@ -202,7 +229,9 @@ func (r *Replica) onManifest(from int, msg Message) {
 	x.manifest = man
 	x.index, x.offset = 0, 0
 	x.sum = NewChecksumStream()
+	x.sessions = nil
 	x.attempts = 0
+	r.t.transfer.stop() // progress: the next retry waits the base interval again
 	r.requestChunk()
 }
 
@@ -241,7 +270,13 @@ func (r *Replica) requestChunk() {
 
 func (r *Replica) onRequestChunk(from int, h *Header) {
 	man := r.manifest
-	if man == nil || h.rangeLo() != man.Op || r.serve[from].busy {
+	if r.serve[from].busy {
+		return
+	}
+	if man == nil || h.rangeLo() != man.Op {
+		// That checkpoint is gone here: tell the requester which one this
+		// replica serves now, so it starts over at once instead of retrying.
+		r.onRequestManifest(from, h)
 		return
 	}
 	var art *Artifact
@@ -272,6 +307,13 @@ func (r *Replica) ArtifactReadDone(token uint64, data []byte, err error) {
 		}
 		s.busy = false
 		if err != nil || len(data) != int(s.length) {
+			if r.manifest != nil && r.manifest.Op != s.op {
+				// The checkpoint moved on while the read ran (its files may be
+				// gone): point the requester at the current one.
+				h := r.newHeader(CmdRequestManifest)
+				h.put64(offNonce, s.nonce)
+				r.onRequestManifest(peer, h)
+			}
 			return
 		}
 		h := r.newHeader(CmdChunk)
@@ -306,6 +348,7 @@ func (r *Replica) onChunk(from int, msg Message) {
 		Checkpoint: x.manifest.Op, Artifact: a.ID, Offset: x.offset, Data: msg.Body})
 	x.offset += uint64(len(msg.Body))
 	x.attempts = 0
+	r.t.transfer.stop() // progress: the next retry waits the base interval again
 	if x.offset == a.Size {
 		if x.sum.Sum() != a.Checksum {
 			r.abortTransfer()

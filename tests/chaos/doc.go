@@ -61,7 +61,12 @@
 // Clients follow the metadata leader; sends to a backup are forwarded by
 // the server. Wipes restart the node with --fresh (state transfer refills
 // it); corruption damages one node's segment log, index or journal, which
-// the node must repair from its peers.
+// the node must repair from its peers. A node whose data a wipe or
+// corruption destroyed counts as faulty until it holds again everything
+// acknowledged: before the next destructive fault on another node the
+// nemesis waits (up to a minute, else a fault error) until the earlier one
+// serves every partition up to the acknowledged offsets, so no run destroys
+// two replicas' copies at once — more than the cluster tolerates.
 //
 // # Reads
 //

@@ -25,6 +25,59 @@ type nemesis struct {
 	errs   []string
 	// injected counts successful injections by kind.
 	injected map[schedule.Kind]int
+	// refilling holds the nodes whose data a destructive fault destroyed
+	// and that have not been seen to hold again what was acknowledged;
+	// holds (set by the runner) tells. See awaitRefilled.
+	refilling map[int]bool
+	holds     func(ctx context.Context, node int, want []uint64) bool
+	acked     func() []uint64
+}
+
+// refillTimeout bounds how long a destructive fault waits for a node
+// destroyed earlier to be refilled by its peers.
+const refillTimeout = 60 * time.Second
+
+// awaitRefilled runs before a destructive fault on nodes: every other node
+// whose data an earlier destructive fault destroyed must first hold again
+// everything acknowledged so far. Destroying a second replica's data while
+// the first is still being refilled from its peers leaves one copy of what
+// the others had acknowledged — with three nodes that is two failures, more
+// than the schedule's MaxFaulty tolerates, and the cluster may lose data or
+// stall for good (campaign seeds 1001 and 1007: a corruption or wipe hit a
+// second node seconds after a wipe, before the wiped node caught up). A
+// node that is not refilled within refillTimeout is reported as a fault
+// error: catching up must not take that long.
+func (n *nemesis) awaitRefilled(ctx context.Context, nodes []int) {
+	if n.holds == nil || len(n.refilling) == 0 {
+		return
+	}
+	want := n.acked()
+	ids := make([]int, 0, len(n.refilling))
+	for id := range n.refilling {
+		if !slices.Contains(nodes, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		deadline := time.Now().Add(refillTimeout)
+		for !n.holds(ctx, id, want) {
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				n.errs = append(n.errs, fmt.Sprintf("node %d not refilled by its peers within %v of a destructive fault", id, refillTimeout))
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			n.watch(ctx)
+		}
+		delete(n.refilling, id)
+	}
 }
 
 func newNemesis(c *cluster, rec *history.Recorder) *nemesis {
@@ -84,6 +137,15 @@ func (n *nemesis) fail(h *history.Pending, f schedule.Fault, what string, err er
 }
 
 func (n *nemesis) inject(ctx context.Context, f schedule.Fault) {
+	if f.Kind.Destructive() {
+		n.awaitRefilled(ctx, f.Nodes)
+		if n.refilling == nil {
+			n.refilling = map[int]bool{}
+		}
+		for _, i := range f.Nodes {
+			n.refilling[i] = true
+		}
+	}
 	h := n.record(f.Kind, history.ActionStart, f.Nodes, f.Kind.Destructive(), f.Mode)
 	detail, err := n.apply(ctx, f)
 	if err != nil {

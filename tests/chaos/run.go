@@ -175,6 +175,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	// Workload and faults.
 	rec.Note(history.PhaseWorkload)
 	nem := newNemesis(c, rec)
+	nem.holds, nem.acked = wl.Holds, wl.Acked
 	phase, cancel := context.WithTimeout(ctx, o.Duration)
 	nemDone := make(chan struct{})
 	go func() {

@@ -865,3 +865,44 @@ func (w *Workload) readPartition(ctx context.Context, c *client.Client, p uint32
 		}
 	}
 }
+
+// Acked returns the acknowledged end offset of every partition so far.
+func (w *Workload) Acked() []uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.acked)
+}
+
+// Holds reports whether node n serves every partition up to want (the end
+// offsets from Acked), reading through a client pinned to that node. It
+// records nothing: the runner uses it to tell when a node whose data a
+// fault destroyed has been refilled by its peers.
+func (w *Workload) Holds(ctx context.Context, n int, want []uint64) bool {
+	cfg := w.clientConfig([]string{w.cfg.Addrs[n]})
+	cfg.MaxRedirects = 0
+	cfg.Logger = nil
+	c, err := client.New(cfg)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	octx, cancel := w.opCtx(ctx)
+	err = c.Connect(octx)
+	cancel()
+	if err != nil {
+		return false
+	}
+	for p, end := range want {
+		if end == 0 {
+			continue
+		}
+		octx, cancel := w.opCtx(ctx)
+		res, err := c.PollMessages(octx, wire.PollMessages{Consumer: wire.SingleConsumer(wire.NumericID(997)), StreamID: w.sid, TopicID: w.tid,
+			Partition: wire.SomePartition(uint32(p)), Strategy: wire.PollFromOffset(end - 1), Count: 1})
+		cancel()
+		if err != nil || c.Addr() != w.cfg.Addrs[n] || res.MessagesCount == 0 || res.CurrentOffset+1 < end {
+			return false
+		}
+	}
+	return true
+}

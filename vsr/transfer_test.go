@@ -1,0 +1,201 @@
+package vsr_test
+
+import (
+	"testing"
+
+	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/vsr/vsrtest"
+)
+
+// TestTransferFollowsMovingCheckpoint: a lagging replica fetches the
+// primary's checkpoint while the primary keeps committing and checkpoints
+// again before the transfer finished (partition groups checkpoint every 64
+// ops, so under load this is the rule). The primary answers the chunk
+// request of the checkpoint it no longer serves with its current manifest,
+// and the transfer starts over on that one at once. Before, the request was
+// dropped silently and the replica retried the gone checkpoint with growing
+// backoff (up to 16 retry intervals) for four attempts before asking anyone
+// for a new manifest, so it stayed behind for many seconds (chaos seeds 1004
+// and 1019: a partition empty on one node after healing).
+func TestTransferFollowsMovingCheckpoint(t *testing.T) {
+	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
+		cfg := clusterConfig(3)(i)
+		cfg.JournalSlots = 256
+		cfg.CheckpointInterval = 16
+		return cfg
+	})
+	bootAll(t, c)
+	c.Settle(10)
+	p := c.Primary()
+	if p != 0 {
+		t.Fatalf("primary %d, want 0", p)
+	}
+	token := uint64(0)
+	load := func(n int) {
+		for i := 0; i < n; i++ {
+			token++
+			c.Nodes[p].Submit(vsr.Request{Token: token, Operation: vsrtest.OpPut, WallClock: token,
+				Body: vsrtest.EncodePut(uint8(token%5), token)})
+			c.Deliver(nil, 1<<20)
+		}
+		for _, n := range c.Nodes {
+			if n.Up {
+				n.TakeReplies()
+			}
+		}
+	}
+	load(5)
+	c.Nodes[2].Crash()
+	load(300)
+	if err := c.Nodes[2].Boot(false); err != nil {
+		t.Fatal(err)
+	}
+	// Hold back r2's chunk requests until the primary took a newer
+	// checkpoint than the one whose manifest r2 got.
+	var manifestOp uint64
+	hold := true
+	c.Filter = func(pk vsrtest.Packet, m vsr.Message) bool {
+		switch m.Header.Command() {
+		case vsr.CmdManifest:
+			if pk.To == 2 && manifestOp == 0 {
+				manifestOp = c.Nodes[0].R.Info().Checkpoint
+			}
+		case vsr.CmdRequestChunk:
+			return hold && pk.From == 2
+		}
+		return false
+	}
+	for i := 0; i < 400 && manifestOp == 0; i++ {
+		c.Run(1)
+	}
+	if manifestOp == 0 {
+		t.Fatalf("r2 never got a manifest: %+v", c.Nodes[2].R.Info())
+	}
+	load(40) // r0 checkpoints past manifestOp
+	if ck := c.Nodes[0].R.Info().Checkpoint; ck <= manifestOp {
+		t.Fatalf("primary checkpoint %d, want > %d", ck, manifestOp)
+	}
+	hold = false
+	// Two retry intervals (plus jitter) and a few round trips are plenty
+	// once the primary points r2 at its current checkpoint.
+	c.Run(int(3 * vsr.DefaultConfig().RepairRetryInterval / vsr.TickInterval))
+	want := c.Nodes[0].R.Info()
+	got := c.Nodes[2].R.Info()
+	if got.CommitMin != want.CommitMin || got.Checkpoint <= manifestOp || !c.Nodes[2].SM.Equal(c.Nodes[0].SM) {
+		t.Fatalf("r2 did not catch up through the newer checkpoint (first manifest %d): r2 %+v, primary %+v",
+			manifestOp, got, want)
+	}
+}
+
+// TestViewHeadOfRejoinedReplica: a wiped replica that adopts a StartView
+// while far behind holds none of the view's headers yet (they lie beyond its
+// window), but Info.ViewHead reports the head of the log it adopted. A
+// --fresh node takes its rejoin horizon from it (replica.freshTarget): every
+// op committed before the wipe is at or below that head, while the commit
+// point a StartView names may lag ops an earlier primary committed.
+func TestViewHeadOfRejoinedReplica(t *testing.T) {
+	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
+		cfg := clusterConfig(3)(i)
+		cfg.JournalSlots = 256
+		cfg.CheckpointInterval = 16
+		return cfg
+	})
+	bootAll(t, c)
+	c.Settle(10)
+	p := c.Primary()
+	if p != 0 {
+		t.Fatalf("primary %d, want 0", p)
+	}
+	for i := uint64(1); i <= 400; i++ {
+		c.Nodes[p].Submit(vsr.Request{Token: i, Operation: vsrtest.OpPut, WallClock: i,
+			Body: vsrtest.EncodePut(uint8(i%5), i)})
+		c.Deliver(nil, 1<<20)
+	}
+	c.Nodes[1].Crash()
+	c.Nodes[1].Disk.Wipe()
+	if err := c.Nodes[1].Boot(true); err != nil {
+		t.Fatal(err)
+	}
+	// Hold back everything the rejoined replica would fetch, so it stays
+	// as it was right after adopting the view.
+	c.Filter = func(pk vsrtest.Packet, m vsr.Message) bool {
+		switch m.Header.Command() {
+		case vsr.CmdRequestPrepares, vsr.CmdRequestManifest:
+			return pk.From == 1
+		}
+		return false
+	}
+	for i := 0; i < 500 && c.Nodes[1].R.Info().Status != "normal"; i++ {
+		c.Run(1)
+	}
+	got, head := c.Nodes[1].R.Info(), c.Nodes[0].R.Info().Op
+	if got.Status != "normal" || got.Op >= head || got.ViewHead != head {
+		t.Fatalf("rejoined replica %+v: want normal, op below the view's head %d and ViewHead %d", got, head, head)
+	}
+}
+
+// TestDiscardCoversCorruptEntryBelowCheckpoint: a replica restarts with a
+// corrupt journal entry its checkpoint covers. Nothing repairs such an entry,
+// and the metadata journal compacts by copying every op it keeps, refusing a
+// corrupt one: a discard that kept it stopped the metadata group for good
+// (chaos seed 1033). The first discard after the restart covers it.
+func TestDiscardCoversCorruptEntryBelowCheckpoint(t *testing.T) {
+	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
+		cfg := clusterConfig(3)(i)
+		cfg.JournalSlots = 256
+		cfg.CheckpointInterval = 16
+		return cfg
+	})
+	bootAll(t, c)
+	c.Settle(10)
+	p := c.Primary()
+	if p != 0 {
+		t.Fatalf("primary %d, want 0", p)
+	}
+	token := uint64(0)
+	load := func(n int) {
+		for i := 0; i < n; i++ {
+			token++
+			c.Nodes[p].Submit(vsr.Request{Token: token, Operation: vsrtest.OpPut, WallClock: token,
+				Body: vsrtest.EncodePut(uint8(token%5), token)})
+			c.Deliver(nil, 1<<20)
+		}
+	}
+	load(300)
+	c.Run(50)
+	r2 := c.Nodes[2]
+	inf := r2.R.Info()
+	// Above the journal's floor (checkpoint − JournalSlots/2) and above
+	// what the next checkpoint's discard would reach, below the checkpoint.
+	bad := inf.Checkpoint - 20
+	if inf.Checkpoint < 288 || inf.JournalFloor == 0 || bad <= inf.JournalFloor+32 {
+		t.Fatalf("unexpected position %+v", inf)
+	}
+	r2.Crash()
+	if !r2.Disk.Corrupt(bad) {
+		t.Fatalf("op %d not on r2's disk", bad)
+	}
+	var discards []uint64
+	r2.OnJournal = func(j vsr.JournalOp) {
+		if j.Kind == vsr.JournalDiscard {
+			discards = append(discards, j.Op)
+		}
+	}
+	if err := r2.Boot(false); err != nil {
+		t.Fatal(err)
+	}
+	c.Run(50)
+	load(40)
+	c.Run(50)
+	if len(discards) == 0 {
+		t.Fatal("r2 discarded nothing after the restart")
+	}
+	for _, d := range discards {
+		if d < bad {
+			t.Fatalf("r2 discarded through %d, keeping its corrupt entry %d (discards %v)", d, bad, discards)
+		}
+	}
+	if got, want := r2.R.Info(), c.Nodes[0].R.Info(); got.CommitMin != want.CommitMin || !r2.SM.Equal(c.Nodes[0].SM) {
+		t.Fatalf("r2 %+v did not keep up with the primary %+v", got, want)
+	}
+}
