@@ -69,20 +69,15 @@ func clusterSeed(t *testing.T, o Options, want ...schedule.Kind) int64 {
 // TestRunRealCluster runs the runner against a real three-node iggo
 // cluster (local processes; network namespaces when this runs as root
 // with ip and nft, else loopback without network faults) with kill -9,
-// SIGSTOP/SIGCONT and a partition when namespaces are available. Every
-// check must pass: no acknowledged message lost or duplicated,
-// per-partition order, offsets never reused, group offsets monotonic,
-// metadata linearizable, and the cluster serves again after healing with
-// every node holding every message.
-//
-// Wipes (--fresh) and corruption are left to the campaigns (make chaos
-// CHAOS_ARGS="--nodes 3 --faults all"): a replica that rejoins empty can
-// keep one partition empty for good (campaign seed 1019: the wiped node
-// had been the partition's primary; it reached normal status in the next
-// view knowing commit 1991 and neither repaired nor transferred), which
-// fails the final reads.
+// SIGSTOP/SIGCONT, a `--fresh` wipe of one node's data directory,
+// corruption of one node's data file, and a partition when namespaces are
+// available. Every check must pass: no acknowledged message lost or
+// duplicated, per-partition order, offsets never reused, group offsets
+// monotonic, metadata linearizable, and the cluster serves again after
+// healing with every node holding every message (a wiped or corrupted node
+// refilled from its peers by repair and state transfer).
 func TestRunRealCluster(t *testing.T) {
-	kinds := []schedule.Kind{schedule.Kill, schedule.Pause}
+	kinds := []schedule.Kind{schedule.Kill, schedule.Pause, schedule.Wipe, schedule.Corrupt}
 	if err := fault.NetnsAvailable(); err == nil {
 		kinds = append(kinds, schedule.Partition)
 	} else {
