@@ -7,18 +7,13 @@ import (
 	"github.com/iggo/iggo/vsr/vsrtest"
 )
 
-// TestTransferFollowsMovingCheckpoint: a lagging replica fetches the
-// primary's checkpoint while the primary keeps committing and checkpoints
-// again before the transfer finished (partition groups checkpoint every 64
-// ops, so under load this is the rule). The primary answers the chunk
-// request of the checkpoint it no longer serves with its current manifest,
-// and the transfer starts over on that one at once. Before, the request was
-// dropped silently and the replica retried the gone checkpoint with growing
-// backoff (up to 16 retry intervals) for four attempts before asking anyone
-// for a new manifest, so it stayed behind for many seconds (chaos seeds 1004
-// and 1019: a partition empty on one node after healing).
-func TestTransferFollowsMovingCheckpoint(t *testing.T) {
-	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
+// laggingReplica builds a 3-replica group (primary 0, a checkpoint every 16
+// ops) in which r2 crashed after 5 ops and rebooted 300 ops later, far
+// enough behind that it must fetch the primary's checkpoint. load submits n
+// more ops through the primary.
+func laggingReplica(t *testing.T) (c *vsrtest.Cluster, load func(n int)) {
+	t.Helper()
+	c = vsrtest.NewCluster(3, func(i int) vsr.Config {
 		cfg := clusterConfig(3)(i)
 		cfg.JournalSlots = 256
 		cfg.CheckpointInterval = 16
@@ -31,7 +26,7 @@ func TestTransferFollowsMovingCheckpoint(t *testing.T) {
 		t.Fatalf("primary %d, want 0", p)
 	}
 	token := uint64(0)
-	load := func(n int) {
+	load = func(n int) {
 		for i := 0; i < n; i++ {
 			token++
 			c.Nodes[p].Submit(vsr.Request{Token: token, Operation: vsrtest.OpPut, WallClock: token,
@@ -50,6 +45,21 @@ func TestTransferFollowsMovingCheckpoint(t *testing.T) {
 	if err := c.Nodes[2].Boot(false); err != nil {
 		t.Fatal(err)
 	}
+	return c, load
+}
+
+// TestTransferFollowsMovingCheckpoint: a lagging replica fetches the
+// primary's checkpoint while the primary keeps committing and checkpoints
+// again before the transfer finished (partition groups checkpoint every 64
+// ops, so under load this is the rule). The primary answers the chunk
+// request of the checkpoint it no longer serves with its current manifest,
+// and the transfer starts over on that one at once. Before, the request was
+// dropped silently and the replica retried the gone checkpoint with growing
+// backoff (up to 16 retry intervals) for four attempts before asking anyone
+// for a new manifest, so it stayed behind for many seconds (chaos seeds 1004
+// and 1019: a partition empty on one node after healing).
+func TestTransferFollowsMovingCheckpoint(t *testing.T) {
+	c, load := laggingReplica(t)
 	// Hold back r2's chunk requests until the primary took a newer
 	// checkpoint than the one whose manifest r2 got.
 	var manifestOp uint64
@@ -197,5 +207,55 @@ func TestDiscardCoversCorruptEntryBelowCheckpoint(t *testing.T) {
 	}
 	if got, want := r2.R.Info(), c.Nodes[0].R.Info(); got.CommitMin != want.CommitMin || !r2.SM.Equal(c.Nodes[0].SM) {
 		t.Fatalf("r2 %+v did not keep up with the primary %+v", got, want)
+	}
+}
+
+// TestTransferRetryBackoffResetsOnProgress: a state transfer's retry timer
+// backs off while nobody answers (here: r2's first manifest requests are
+// lost), but progress — a manifest arriving — resets it, so a chunk request
+// lost right after is retried within one retry interval (plus jitter), not
+// after the 8-16 intervals the earlier silence had built up.
+func TestTransferRetryBackoffResetsOnProgress(t *testing.T) {
+	c, _ := laggingReplica(t)
+	const lostManifestRequests = 3
+	tick, manifestReqs, chunkReqs := 0, 0, 0
+	lostAt, retriedAt := -1, -1
+	c.Filter = func(pk vsrtest.Packet, m vsr.Message) bool {
+		if pk.From != 2 {
+			return false
+		}
+		switch m.Header.Command() {
+		case vsr.CmdRequestManifest:
+			manifestReqs++
+			return manifestReqs <= lostManifestRequests
+		case vsr.CmdRequestChunk:
+			chunkReqs++
+			switch chunkReqs {
+			case 1:
+				lostAt = tick
+				return true
+			case 2:
+				retriedAt = tick
+			}
+		}
+		return false
+	}
+	for ; tick < 5000 && chunkReqs < 2; tick++ {
+		c.Run(1)
+	}
+	if manifestReqs <= lostManifestRequests || chunkReqs < 2 {
+		t.Fatalf("after %d ticks: %d manifest requests, %d chunk requests; r2 %+v", tick, manifestReqs, chunkReqs,
+			c.Nodes[2].R.Info())
+	}
+	base := int(vsr.DefaultConfig().RepairRetryInterval / vsr.TickInterval)
+	if gap := retriedAt - lostAt; gap > 2*base+1 {
+		t.Fatalf("lost chunk request retried after %d ticks; want at most %d (one retry interval %d plus jitter): the backoff was not reset by the manifest",
+			gap, 2*base+1, base)
+	}
+	// And the transfer completes.
+	c.Filter = nil
+	c.Run(int(3 * vsr.DefaultConfig().RepairRetryInterval / vsr.TickInterval))
+	if got, want := c.Nodes[2].R.Info(), c.Nodes[0].R.Info(); got.CommitMin != want.CommitMin || !c.Nodes[2].SM.Equal(c.Nodes[0].SM) {
+		t.Fatalf("r2 did not catch up: %+v, primary %+v", got, want)
 	}
 }
