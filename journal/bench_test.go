@@ -8,6 +8,28 @@ import (
 	"github.com/iggo/iggo/shard/vfs"
 )
 
+// benchDisk returns the filesystem impl names ("io_uring" or "portable")
+// and a fresh directory for it on the real disk under /tmp, both released
+// when b ends.
+func benchDisk(b *testing.B, impl string) (vfs.FS, string) {
+	b.Helper()
+	var fsys vfs.FS = vfs.NewOS()
+	if impl == "io_uring" {
+		r, err := vfs.NewRing(vfs.DefaultRingEntries)
+		if err != nil {
+			b.Fatalf("io_uring unavailable: %v", err)
+		}
+		b.Cleanup(func() { r.Close() })
+		fsys = r
+	}
+	dir, err := os.MkdirTemp("/tmp", "iggo-journal-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return fsys, dir
+}
+
 // BenchmarkPartitionAppend1MB appends 1 MiB entries (a 256-byte prepare
 // header and a 1 MiB body, as two parts) to a partition journal on a real
 // disk under /tmp, through io_uring or the portable path, with a sync per
@@ -17,20 +39,7 @@ func BenchmarkPartitionAppend1MB(b *testing.B) {
 	for _, impl := range []string{"io_uring", "portable"} {
 		for _, sync := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/sync=%v", impl, sync), func(b *testing.B) {
-				var fsys vfs.FS = vfs.NewOS()
-				if impl == "io_uring" {
-					r, err := vfs.NewRing(vfs.DefaultRingEntries)
-					if err != nil {
-						b.Fatalf("io_uring unavailable: %v", err)
-					}
-					defer r.Close()
-					fsys = r
-				}
-				dir, err := os.MkdirTemp("/tmp", "iggo-journal-bench-")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer os.RemoveAll(dir)
+				fsys, dir := benchDisk(b, impl)
 				j, _, err := OpenPartition(fsys, dir, PartitionOptions{Budget: 1 << 30, FileSize: 64 << 20})
 				if err != nil {
 					b.Fatal(err)
@@ -111,20 +120,7 @@ func BenchmarkPartitionCheckpointCycle(b *testing.B) {
 		for _, sync := range []bool{false, true} {
 			for _, recycle := range []bool{false, true} {
 				b.Run(fmt.Sprintf("%s/sync=%v/recycle=%v", impl, sync, recycle), func(b *testing.B) {
-					var fsys vfs.FS = vfs.NewOS()
-					if impl == "io_uring" {
-						r, err := vfs.NewRing(vfs.DefaultRingEntries)
-						if err != nil {
-							b.Fatalf("io_uring unavailable: %v", err)
-						}
-						defer r.Close()
-						fsys = r
-					}
-					dir, err := os.MkdirTemp("/tmp", "iggo-journal-bench-")
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer os.RemoveAll(dir)
+					fsys, dir := benchDisk(b, impl)
 					opts := PartitionOptions{}
 					if !recycle {
 						opts.RecycleFiles = -1

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -611,7 +612,7 @@ func (j *Journal) retire(f *jfile, maxOp uint64) error {
 		if err := j.fs.Rename(f.path, path); err != nil {
 			return fmt.Errorf("journal: retiring %s: %w", f.path, err)
 		}
-		i, _ := slices.BinarySearchFunc(j.pool, maxOp, func(p pooled, op uint64) int { return cmpU64(p.maxOp, op) })
+		i, _ := slices.BinarySearchFunc(j.pool, maxOp, func(p pooled, op uint64) int { return cmp.Compare(p.maxOp, op) })
 		j.pool = slices.Insert(j.pool, i, pooled{path: path, maxOp: maxOp})
 		return nil
 	}
@@ -619,16 +620,6 @@ func (j *Journal) retire(f *jfile, maxOp uint64) error {
 		return fmt.Errorf("journal: discarding %s: %w", f.path, err)
 	}
 	return nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // trimPool, at open, removes pooled files beyond the recycle limit (all of

@@ -225,7 +225,10 @@ func TestRepairRules(t *testing.T) {
 	}
 }
 
-func TestTruncateBelowFaulty(t *testing.T) {
+// metaWithFaultyOp6 opens a metadata journal of ops 1..10 (synced through
+// 8) whose op 6 was damaged on disk; recovery must report it faulty.
+func metaWithFaultyOp6(t *testing.T) (*Journal, *vfs.Fault) {
+	t.Helper()
 	fsys, offs := journalOps(t, 8, 10, true)
 	patch(t, fsys, metaPath, func(f vfs.File) {
 		_, err := f.WriteAt([]byte{7}, offs[6]+100)
@@ -235,6 +238,11 @@ func TestTruncateBelowFaulty(t *testing.T) {
 	if len(rep.Faulty) != 1 || rep.Faulty[0].From != 6 {
 		t.Fatalf("faulty %+v", rep.Faulty)
 	}
+	return j, fsys
+}
+
+func TestTruncateBelowFaulty(t *testing.T) {
+	j, fsys := metaWithFaultyOp6(t)
 	eff, err := j.TruncateFrom(7)
 	must(t, err)
 	if eff != 6 || j.Last() != 5 || len(j.Faulty()) != 0 {
@@ -495,15 +503,7 @@ func TestBeforeCut(t *testing.T) {
 // below the kept ops from the next record; before, it used the faulty op's
 // unknown link and panicked (chaos seed 1033).
 func TestCompactThroughFaulty(t *testing.T) {
-	fsys, offs := journalOps(t, 8, 10, true)
-	patch(t, fsys, metaPath, func(f vfs.File) {
-		_, err := f.WriteAt([]byte{7}, offs[6]+100)
-		must(t, err)
-	})
-	j, rep := openMeta(t, fsys, MetadataOptions{})
-	if len(rep.Faulty) != 1 || rep.Faulty[0].From != 6 {
-		t.Fatalf("faulty %+v", rep.Faulty)
-	}
+	j, fsys := metaWithFaultyOp6(t)
 	must(t, j.DiscardPrefix(6))
 	if j.First() != 7 || j.Last() != 10 || len(j.Faulty()) != 0 {
 		t.Fatalf("after discarding through the faulty op: %d..%d, faulty %v", j.First(), j.Last(), j.Faulty())

@@ -7,11 +7,10 @@ import (
 	"github.com/iggo/iggo/vsr/vsrtest"
 )
 
-// laggingReplica builds a 3-replica group (primary 0, a checkpoint every 16
-// ops) in which r2 crashed after 5 ops and rebooted 300 ops later, far
-// enough behind that it must fetch the primary's checkpoint. load submits n
-// more ops through the primary.
-func laggingReplica(t *testing.T) (c *vsrtest.Cluster, load func(n int)) {
+// checkpointingGroup boots a 3-replica group with primary 0 and a
+// checkpoint every 16 ops; load submits n ops through the primary and
+// delivers everything.
+func checkpointingGroup(t *testing.T) (c *vsrtest.Cluster, load func(n int)) {
 	t.Helper()
 	c = vsrtest.NewCluster(3, func(i int) vsr.Config {
 		cfg := clusterConfig(3)(i)
@@ -39,6 +38,15 @@ func laggingReplica(t *testing.T) (c *vsrtest.Cluster, load func(n int)) {
 			}
 		}
 	}
+	return c, load
+}
+
+// laggingReplica is checkpointingGroup in which r2 crashed after 5 ops and
+// rebooted 300 ops later, far enough behind that it must fetch the
+// primary's checkpoint.
+func laggingReplica(t *testing.T) (c *vsrtest.Cluster, load func(n int)) {
+	t.Helper()
+	c, load = checkpointingGroup(t)
 	load(5)
 	c.Nodes[2].Crash()
 	load(300)
@@ -150,27 +158,7 @@ func TestViewHeadOfRejoinedReplica(t *testing.T) {
 // corrupt one: a discard that kept it stopped the metadata group for good
 // (chaos seed 1033). The first discard after the restart covers it.
 func TestDiscardCoversCorruptEntryBelowCheckpoint(t *testing.T) {
-	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
-		cfg := clusterConfig(3)(i)
-		cfg.JournalSlots = 256
-		cfg.CheckpointInterval = 16
-		return cfg
-	})
-	bootAll(t, c)
-	c.Settle(10)
-	p := c.Primary()
-	if p != 0 {
-		t.Fatalf("primary %d, want 0", p)
-	}
-	token := uint64(0)
-	load := func(n int) {
-		for i := 0; i < n; i++ {
-			token++
-			c.Nodes[p].Submit(vsr.Request{Token: token, Operation: vsrtest.OpPut, WallClock: token,
-				Body: vsrtest.EncodePut(uint8(token%5), token)})
-			c.Deliver(nil, 1<<20)
-		}
-	}
+	c, load := checkpointingGroup(t)
 	load(300)
 	c.Run(50)
 	r2 := c.Nodes[2]
