@@ -30,6 +30,15 @@ func benchDisk(b *testing.B, impl string) (vfs.FS, string) {
 	return fsys, dir
 }
 
+// benchPrepare returns a 256-byte prepare header and a 1 MiB body.
+func benchPrepare() (hdr, body []byte) {
+	hdr, body = make([]byte, 256), make([]byte, 1<<20)
+	for i := range body {
+		body[i] = byte(i)
+	}
+	return hdr, body
+}
+
 // BenchmarkPartitionAppend1MB appends 1 MiB entries (a 256-byte prepare
 // header and a 1 MiB body, as two parts) to a partition journal on a real
 // disk under /tmp, through io_uring or the portable path, with a sync per
@@ -45,11 +54,7 @@ func BenchmarkPartitionAppend1MB(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer j.Close()
-				hdr := make([]byte, 256)
-				body := make([]byte, 1<<20)
-				for i := range body {
-					body[i] = byte(i)
-				}
+				hdr, body := benchPrepare()
 				b.SetBytes(int64(len(hdr) + len(body)))
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
@@ -130,11 +135,7 @@ func BenchmarkPartitionCheckpointCycle(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer j.Close()
-					hdr := make([]byte, 256)
-					body := make([]byte, 1<<20)
-					for i := range body {
-						body[i] = byte(i)
-					}
+					hdr, body := benchPrepare()
 					op := uint64(0)
 					step := func() {
 						if j.CheckpointDue() {

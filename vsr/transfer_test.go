@@ -112,23 +112,8 @@ func TestTransferFollowsMovingCheckpoint(t *testing.T) {
 // op committed before the wipe is at or below that head, while the commit
 // point a StartView names may lag ops an earlier primary committed.
 func TestViewHeadOfRejoinedReplica(t *testing.T) {
-	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
-		cfg := clusterConfig(3)(i)
-		cfg.JournalSlots = 256
-		cfg.CheckpointInterval = 16
-		return cfg
-	})
-	bootAll(t, c)
-	c.Settle(10)
-	p := c.Primary()
-	if p != 0 {
-		t.Fatalf("primary %d, want 0", p)
-	}
-	for i := uint64(1); i <= 400; i++ {
-		c.Nodes[p].Submit(vsr.Request{Token: i, Operation: vsrtest.OpPut, WallClock: i,
-			Body: vsrtest.EncodePut(uint8(i%5), i)})
-		c.Deliver(nil, 1<<20)
-	}
+	c, load := checkpointingGroup(t)
+	load(400)
 	c.Nodes[1].Crash()
 	c.Nodes[1].Disk.Wipe()
 	if err := c.Nodes[1].Boot(true); err != nil {
