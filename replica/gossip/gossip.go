@@ -292,6 +292,14 @@ type Gossip struct {
 	once sync.Once
 }
 
+// startHook and startLockedHook, when set (tests), run in Start right after
+// memberlist starts listening (when peers' state pushes may begin) and at the
+// start of the section Start holds g.mu for.
+var (
+	startHook       func(*memberlist.Memberlist)
+	startLockedHook func()
+)
+
 type entry struct {
 	m       Member
 	lastAck time.Time
@@ -372,13 +380,28 @@ func Start(cfg Config) (*Gossip, error) {
 		return nil, fmt.Errorf("gossip: binding %s: %w", bind, err)
 	}
 	g.ml = ml
+	if startHook != nil {
+		startHook(ml)
+	}
+	// Lock order is memberlist's node lock, then g.mu: memberlist calls the
+	// event callbacks (which take g.mu) under its node lock, and peers may
+	// already be pushing state to the listener Create opened. So ask
+	// memberlist first and take g.mu only after, never around a memberlist
+	// call.
+	var selfAddr netip.AddrPort
+	if ln := ml.LocalNode(); ln != nil {
+		if ap, ok := netip.AddrFromSlice(ln.Addr); ok {
+			selfAddr = netip.AddrPortFrom(ap.Unmap(), ln.Port)
+		}
+	}
 	g.mu.Lock()
+	if startLockedHook != nil {
+		startLockedHook()
+	}
 	if e := g.members[self.Name]; e != nil {
 		e.m.Liveness, e.m.Meta, e.m.HasMeta = LivenessAlive, g.meta, true
-		if ln := ml.LocalNode(); ln != nil {
-			if ap, ok := netip.AddrFromSlice(ln.Addr); ok {
-				e.m.Addr = netip.AddrPortFrom(ap.Unmap(), ln.Port)
-			}
+		if selfAddr.IsValid() {
+			e.m.Addr = selfAddr
 		}
 	}
 	g.mu.Unlock()

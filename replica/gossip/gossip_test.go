@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"go.uber.org/zap"
 )
 
@@ -345,4 +346,60 @@ func TestRestartedNodeRejoins(t *testing.T) {
 	g1 = start1()
 	defer g1.Kill()
 	eventually(t, "node 1 back", func() bool { return allAlive([]*Gossip{g0, g1}, 0, 1) })
+}
+
+// TestStartWhilePeersPush starts a node while a peer pushes its state to the
+// new listener, many times. Start once held its own lock while asking
+// memberlist for the local node; a peer's push arriving then held
+// memberlist's node lock waiting for that same lock in the join callback, and
+// the node hung for good (CI saw a replica test hang 30 minutes with every
+// memberlist connection stuck on the node lock).
+func TestStartWhilePeersPush(t *testing.T) {
+	roster := testRoster()[:2]
+	g0, err := Start(fastConfig(t, 0, roster, keyA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g0.Kill()
+	roster[0].Addr = g0.LocalAddr()
+	joined := make(chan error, 64)
+	startHook = func(ml *memberlist.Memberlist) {
+		addr := ml.LocalNode().FullAddress()
+		go func() {
+			_, err := g0.ml.Join([]string{addr.Name + "/" + addr.Addr})
+			joined <- err
+		}()
+	}
+	// Hold Start's locked section long enough for the push to land in it.
+	startLockedHook = func() { time.Sleep(100 * time.Millisecond) }
+	defer func() { startHook, startLockedHook = nil, nil }()
+	for i := 0; i < 5; i++ {
+		done := make(chan *Gossip, 1)
+		go func() {
+			g, err := Start(fastConfig(t, 1, roster, keyA))
+			if err != nil {
+				t.Error(err)
+			}
+			done <- g
+		}()
+		var g1 *Gossip
+		select {
+		case g1 = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Start hung while a peer pushed state to it", i)
+		}
+		if g1 == nil {
+			t.FailNow()
+		}
+		select {
+		case err := <-joined:
+			if err != nil {
+				t.Fatalf("round %d: peer join: %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: peer join hung", i)
+		}
+		eventually(t, "convergence", func() bool { return allAlive([]*Gossip{g0, g1}, 0, 1) })
+		g1.Kill()
+	}
 }
