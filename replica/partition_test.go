@@ -392,3 +392,41 @@ func TestSegmentChecksumFollowsAppends(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionStagingCarriesOver: state transfer stages artifacts by id
+// across checkpoints (vsr continues a staged prefix when the serving peer
+// moves on to a newer checkpoint). A write continues at the end of what is
+// staged, cutting anything beyond it; a write past the end is refused; the
+// install reads exactly the manifest's size.
+func TestPartitionStagingCarriesOver(t *testing.T) {
+	fsys := vfs.NewFault(5)
+	sh := testShard(t, fsys)
+	p, err := sh.openPartition(partitionSpec{stream: 1, topic: 2, id: 3, revision: 7, config: topicConfig(metadata.DurabilityReplicated)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(p.writeArtifact(64, artSegFirst, 0, []byte("abcdef")))
+	must(p.writeArtifact(128, artSegFirst, 6, []byte("gh"))) // the newer checkpoint continues it
+	must(p.writeArtifact(128, artSegFirst+1, 0, []byte("0123456789")))
+	must(p.writeArtifact(192, artSegFirst+1, 4, []byte("xy"))) // staged beyond 4 is cut
+	if err := p.writeArtifact(192, artSegFirst, 20, []byte("z")); err == nil {
+		t.Fatal("a write past the staged end was accepted")
+	}
+	man := vsr.Manifest{Op: 192, Artifacts: []vsr.Artifact{{ID: artSegFirst, Size: 8}, {ID: artSegFirst + 1, Size: 6}}}
+	for id, want := range map[uint32]string{artSegFirst: "abcdefgh", artSegFirst + 1: "0123xy"} {
+		got, err := p.readStaged(man, id)
+		if err != nil || string(got) != want {
+			t.Fatalf("artifact %d staged %q (%v), want %q", id, got, err, want)
+		}
+	}
+	man.Artifacts[1].Size = 7
+	if _, err := p.readStaged(man, artSegFirst+1); err == nil {
+		t.Fatal("an artifact shorter than its manifest size was read")
+	}
+}

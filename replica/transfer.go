@@ -47,9 +47,8 @@ type metaServed struct {
 	snap, sessions []byte
 }
 
-// metaStaged holds the artifacts of a checkpoint being received.
+// metaStaged holds the artifacts being received, by id.
 type metaStaged struct {
-	op   uint64
 	arts map[uint32][]byte
 }
 
@@ -90,30 +89,45 @@ func (m *metaSM) loadCheckpoint(op uint64) (snap, sessions []byte, err error) {
 	return nil, nil, fmt.Errorf("%w: no metadata snapshot of checkpoint %d", errArtifact, op)
 }
 
+// writeArtifact stages bytes of artifact id at off; staging is by id and
+// carries over to a newer checkpoint (see vsr.ArtifactWrite).
 func (m *metaSM) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
 	if id != vsr.SessionsArtifact && id != 1 {
 		return fmt.Errorf("%w: metadata has no artifact %d", errArtifact, id)
 	}
-	if m.staged.op != ckpt || m.staged.arts == nil {
-		m.staged = metaStaged{op: ckpt, arts: map[uint32][]byte{}}
+	if m.staged.arts == nil {
+		m.staged.arts = map[uint32][]byte{}
 	}
 	cur := m.staged.arts[id]
 	if off == 0 {
 		cur = cur[:0]
 	}
-	if off != uint64(len(cur)) {
+	if off > uint64(len(cur)) {
 		return fmt.Errorf("%w: metadata artifact %d written at %d, %d bytes staged", errArtifact, id, off, len(cur))
 	}
-	m.staged.arts[id] = append(cur, data...)
+	m.staged.arts[id] = append(cur[:off], data...)
 	return nil
 }
 
 func (m *metaSM) install(man vsr.Manifest) error {
-	if m.staged.op != man.Op {
+	if m.staged.arts == nil {
 		return fmt.Errorf("%w: nothing staged for checkpoint %d", errArtifact, man.Op)
 	}
-	snap, sessions := m.staged.arts[1], m.staged.arts[vsr.SessionsArtifact]
+	arts := m.staged.arts
 	m.staged = metaStaged{}
+	var snap, sessions []byte
+	for _, a := range man.Artifacts {
+		b := arts[a.ID]
+		if uint64(len(b)) < a.Size {
+			return fmt.Errorf("%w: metadata artifact %d has %d bytes staged, want %d", errArtifact, a.ID, len(b), a.Size)
+		}
+		switch a.ID {
+		case 1:
+			snap = b[:a.Size]
+		case vsr.SessionsArtifact:
+			sessions = b[:a.Size]
+		}
+	}
 	st, err := metadata.DecodeSnapshot(snap)
 	if err != nil {
 		return err

@@ -38,8 +38,10 @@ import (
 // segment is hashed incrementally (each checkpoint reads only what was
 // appended since the previous one, usually still in the page cache).
 //
-// The receiver stages artifacts under {partition}/transfer/artifact-{id}
-// and installs them: segments, checkpoint files and the old segment list
+// The receiver stages artifacts under {partition}/transfer/artifact-{id},
+// by id across checkpoints (when the peer checkpoints again mid-transfer,
+// vsr continues each staged prefix against the newer manifest; a segment
+// that only grew keeps what was fetched), and installs them: segments, checkpoint files and the old segment list
 // are replaced, the segment log reopened, the state machine restored from
 // the checkpoint and the superblock updated; the journal is reset by vsr.
 
@@ -297,13 +299,12 @@ func (p *partition) stagePath(id uint32) string {
 	return filepath.Join(p.dir, transferDirName, "artifact-"+strconv.FormatUint(uint64(id), 10))
 }
 
+// writeArtifact stages bytes of artifact id at off. Staging is by id and
+// outlives the checkpoint named (vsr carries a staged prefix over when the
+// peer moves on to a newer checkpoint mid-transfer), so the file is cut to
+// off first: it then holds exactly what vsr has verified or will.
 func (p *partition) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
-	if p.stagedOp != ckpt {
-		if err := p.sh.fs.RemoveAll(filepath.Join(p.dir, transferDirName)); err != nil {
-			return err
-		}
-		p.stagedOp = ckpt
-	}
+	p.stagedOp = ckpt
 	if err := vfs.MkdirAllSync(p.sh.fs, filepath.Join(p.dir, transferDirName), 0o755); err != nil {
 		return err
 	}
@@ -315,6 +316,19 @@ func (p *partition) writeArtifact(ckpt uint64, id uint32, off uint64, data []byt
 	if err != nil {
 		return err
 	}
+	if off > 0 {
+		size, err := f.Size()
+		if err == nil && uint64(size) < off {
+			err = fmt.Errorf("%w: artifact %d written at %d, %d bytes staged", errArtifact, id, off, size)
+		}
+		if err == nil && uint64(size) > off {
+			err = f.Truncate(int64(off))
+		}
+		if err != nil {
+			_ = f.Close()
+			return err
+		}
+	}
 	if _, err := f.WriteAt(data, int64(off)); err != nil {
 		_ = f.Close()
 		return err
@@ -322,13 +336,31 @@ func (p *partition) writeArtifact(ckpt uint64, id uint32, off uint64, data []byt
 	return f.Close()
 }
 
+// readStaged returns the first size bytes staged for artifact id, size
+// being the manifest's.
+func (p *partition) readStaged(man vsr.Manifest, id uint32) ([]byte, error) {
+	b, err := vfs.ReadFile(p.sh.fs, p.stagePath(id))
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range man.Artifacts {
+		if a.ID == id {
+			if uint64(len(b)) < a.Size {
+				return nil, fmt.Errorf("%w: artifact %d has %d bytes staged, want %d", errArtifact, id, len(b), a.Size)
+			}
+			return b[:a.Size], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: checkpoint %d has no artifact %d", errArtifact, man.Op, id)
+}
+
 func (p *partition) install(man vsr.Manifest) error {
 	fsys := p.sh.fs
-	if p.stagedOp != man.Op {
+	if p.stagedOp == 0 {
 		return fmt.Errorf("%w: nothing staged for checkpoint %d", errArtifact, man.Op)
 	}
 	p.stagedOp = 0
-	ckptBytes, err := vfs.ReadFile(fsys, p.stagePath(artCheckpoint))
+	ckptBytes, err := p.readStaged(man, artCheckpoint)
 	if err != nil {
 		return err
 	}
@@ -339,7 +371,7 @@ func (p *partition) install(man vsr.Manifest) error {
 	if c.op != man.Op {
 		return fmt.Errorf("%w: transferred checkpoint file holds op %d, not %d", errCheckpoint, c.op, man.Op)
 	}
-	listBytes, err := vfs.ReadFile(fsys, p.stagePath(artSegList))
+	listBytes, err := p.readStaged(man, artSegList)
 	if err != nil {
 		return err
 	}
@@ -353,8 +385,13 @@ func (p *partition) install(man vsr.Manifest) error {
 			return err
 		}
 		size, serr := f.Size()
-		if serr == nil && uint64(size) != e.size {
+		if serr == nil && uint64(size) < e.size {
 			serr = fmt.Errorf("%w: staged segment %d has %d bytes, want %d", errArtifact, e.start, size, e.size)
+		}
+		if serr == nil && uint64(size) > e.size {
+			// Left under this id by an earlier transfer (an empty segment
+			// gets no write).
+			serr = f.Truncate(int64(e.size))
 		}
 		if serr == nil {
 			serr = f.Datasync()

@@ -219,9 +219,13 @@ type ArtifactRead struct {
 
 // ArtifactWrite hands the node received bytes of an artifact of a checkpoint
 // being installed by state transfer. The node answers with
-// ArtifactWriteDone(Token, err). Writes of one artifact arrive in offset
-// order; a write at offset 0 starts the artifact over (a transfer that was
-// restarted, possibly from another peer with the same checkpoint).
+// ArtifactWriteDone(Token, err). The node stages artifacts by id, not by
+// checkpoint: writes of one artifact arrive in offset order, each at the end
+// of what is staged for that id; a write at offset 0 starts the artifact
+// over. When the peer moves on to a newer checkpoint during the transfer,
+// writes for the newer one (Checkpoint changes) may continue artifacts
+// staged for the older one; the replica has verified every artifact of the
+// manifest it installs, whole, before it sends the InstallRequest.
 type ArtifactWrite struct {
 	Token      uint64
 	Checkpoint uint64
@@ -232,7 +236,9 @@ type ArtifactWrite struct {
 
 // InstallRequest asks the node to replace the state machine's state with the
 // checkpoint whose artifacts it has received (every checksum already verified
-// by the replica). The node answers with InstallDone. The previous checkpoint
+// by the replica). The node installs the first Size bytes staged for each
+// artifact of the manifest (an artifact of size 0 gets no write and is
+// empty, whatever an earlier transfer left staged under its id). The node answers with InstallDone. The previous checkpoint
 // must stay restorable until the replica's next state write completes,
 // because until then the durable state record still names it.
 type InstallRequest struct {

@@ -164,7 +164,10 @@
 // InstallDone) and continues with journal repair above it. A peer keeps
 // serving only its latest checkpoint; it answers a RequestChunk of an older
 // one with a Manifest of the current one (same nonce), and the transfer
-// starts over on that. Once the state
+// moves to that one keeping what it staged: an artifact staged in part or in
+// whole continues where it stopped (append-only artifacts such as segments
+// keep their prefix), is verified whole against the newer manifest, and
+// starts over from offset 0 only if that fails. Once the state
 // record naming the installed checkpoint is durable the journal drops what the
 // checkpoint covers; ops above it that the journal already holds, chained to
 // it, stay where they are (a truncate to the checkpoint would drop ops the

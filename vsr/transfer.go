@@ -118,16 +118,68 @@ func (r *Replica) afterStateDurable() {
 // there.
 
 type transferState struct {
-	peer       int
-	nonce      uint64
-	attempts   int
-	manifest   *Manifest
-	index      int // artifact being fetched
-	offset     uint64
-	sum        *ChecksumStream
+	peer     int
+	nonce    uint64
+	attempts int
+	manifest *Manifest
+	index    int    // artifact being fetched
+	offset   uint64 // bytes of it staged (have[id].size)
+	// have is what the node has staged so far, by artifact id. It outlives
+	// a manifest: when the peer moves on to a newer checkpoint mid-transfer
+	// (it checkpoints every CheckpointInterval ops, so under load it does
+	// so many times during a long transfer) the artifacts staged for the
+	// older one carry over. A segment is append-only, so its prefix staged
+	// earlier is a prefix of the newer artifact; the new manifest's
+	// checksum over the whole artifact verifies it, and an artifact that
+	// does not verify starts over from offset 0.
+	have       map[uint32]*stagedArtifact
 	sessions   []byte
 	writes     int // ArtifactWrites not yet done
 	installing bool
+}
+
+// stagedArtifact is the prefix of one artifact the node has staged.
+type stagedArtifact struct {
+	size    uint64
+	sum     *ChecksumStream // over those size bytes
+	carried bool            // staged for an older manifest
+}
+
+// carryOver keeps, of what is staged, whatever can still be a prefix of
+// the new manifest's artifacts; the session table (small, and kept in
+// memory here) is always fetched again.
+func (x *transferState) carryOver(man *Manifest) {
+	if x.have == nil {
+		x.have = map[uint32]*stagedArtifact{}
+	}
+	want := make(map[uint32]*Artifact, len(man.Artifacts))
+	for i := range man.Artifacts {
+		want[man.Artifacts[i].ID] = &man.Artifacts[i]
+	}
+	for id, st := range x.have {
+		a := want[id]
+		switch {
+		case a == nil || id == SessionsArtifact || st.size == 0 || st.size > a.Size,
+			st.size == a.Size && st.sum.Sum() != a.Checksum:
+			delete(x.have, id)
+		default:
+			st.carried = true
+		}
+	}
+	x.sessions = nil
+}
+
+// staged returns the staged prefix of artifact id, creating an empty one.
+func (x *transferState) staged(id uint32) *stagedArtifact {
+	if x.have == nil {
+		x.have = map[uint32]*stagedArtifact{}
+	}
+	st := x.have[id]
+	if st == nil {
+		st = &stagedArtifact{sum: NewChecksumStream()}
+		x.have[id] = st
+	}
+	return st
 }
 
 func (r *Replica) startTransfer(peer int) {
@@ -164,7 +216,7 @@ func (r *Replica) transferFire() {
 			}
 		}
 		r.rep.nonce++
-		*x = transferState{peer: x.peer, nonce: r.rep.nonce, attempts: x.attempts}
+		*x = transferState{peer: x.peer, nonce: r.rep.nonce, attempts: x.attempts, have: x.have}
 		r.requestManifest()
 		return
 	}
@@ -204,9 +256,9 @@ func (r *Replica) onManifest(from int, msg Message) {
 		// every CheckpointInterval ops, so under load it moves on while a
 		// transfer runs): start over on that one. Without this answer the
 		// transfer waited through backed-off retries of chunks nobody
-		// serves (chaos seeds 1004, 1019).
-		if op == x.manifest.Op || x.installing || x.writes > 0 {
-			return // a duplicate, or staged bytes still landing: the retry asks again
+		// serves (chaos seeds 1004, 1019). What is staged carries over.
+		if op == x.manifest.Op || x.installing {
+			return // a duplicate, or an install under way
 		}
 		x.manifest = nil
 	}
@@ -228,8 +280,7 @@ func (r *Replica) onManifest(from int, msg Message) {
 	}
 	x.manifest = man
 	x.index, x.offset = 0, 0
-	x.sum = NewChecksumStream()
-	x.sessions = nil
+	x.carryOver(man)
 	x.attempts = 0
 	r.t.transfer.stop() // progress: the next retry waits the base interval again
 	r.requestChunk()
@@ -244,19 +295,31 @@ func (r *Replica) requestChunk() {
 		r.abortTransfer()
 		return
 	}
-	for x.index < len(x.manifest.Artifacts) && x.manifest.Artifacts[x.index].Size == 0 {
-		if x.sum.Sum() != x.manifest.Artifacts[x.index].Checksum && x.manifest.Artifacts[x.index].Checksum != (Checksum{}) {
-			r.abortTransfer()
-			return
+	for x.index < len(x.manifest.Artifacts) {
+		a := x.manifest.Artifacts[x.index]
+		st := x.staged(a.ID)
+		if st.size < a.Size {
+			break
+		}
+		if sum := st.sum.Sum(); sum != a.Checksum && (a.Size != 0 || a.Checksum != (Checksum{})) {
+			if !st.carried || a.Size == 0 {
+				// Fetched whole for this manifest and still wrong.
+				r.abortTransfer()
+				return
+			}
+			// A prefix carried over from an older checkpoint was not one
+			// of this artifact: fetch it again from the start.
+			*st = stagedArtifact{sum: NewChecksumStream()}
+			break
 		}
 		x.index++
-		x.sum = NewChecksumStream()
 	}
 	if x.index == len(x.manifest.Artifacts) {
 		r.maybeInstall()
 		return
 	}
 	a := x.manifest.Artifacts[x.index]
+	x.offset = x.have[a.ID].size
 	length := min(uint64(r.cfg.TransferChunkBytes), a.Size-x.offset)
 	h := r.newHeader(CmdRequestChunk)
 	h.put64(offNonce, x.nonce)
@@ -335,29 +398,22 @@ func (r *Replica) onChunk(from int, msg Message) {
 		return
 	}
 	a := x.manifest.Artifacts[x.index]
-	if h.count32() != a.ID || h.rangeHi() != x.offset || uint64(len(msg.Body)) > a.Size-x.offset {
+	st := x.have[a.ID]
+	if st == nil || h.count32() != a.ID || h.rangeHi() != st.size || uint64(len(msg.Body)) > a.Size-st.size {
 		return
 	}
-	x.sum.Write(msg.Body)
+	st.sum.Write(msg.Body)
 	if a.ID == SessionsArtifact && r.sessions != nil {
 		x.sessions = append(x.sessions, msg.Body...)
 	}
 	r.tokens++
 	x.writes++
 	r.out.ArtifactWrites = append(r.out.ArtifactWrites, ArtifactWrite{Token: r.tokens,
-		Checkpoint: x.manifest.Op, Artifact: a.ID, Offset: x.offset, Data: msg.Body})
-	x.offset += uint64(len(msg.Body))
+		Checkpoint: x.manifest.Op, Artifact: a.ID, Offset: st.size, Data: msg.Body})
+	st.size += uint64(len(msg.Body))
+	x.offset = st.size
 	x.attempts = 0
 	r.t.transfer.stop() // progress: the next retry waits the base interval again
-	if x.offset == a.Size {
-		if x.sum.Sum() != a.Checksum {
-			r.abortTransfer()
-			return
-		}
-		x.index++
-		x.offset = 0
-		x.sum = NewChecksumStream()
-	}
 	r.requestChunk()
 }
 

@@ -1,6 +1,8 @@
 package vsr_test
 
 import (
+	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/iggo/iggo/vsr"
@@ -230,5 +232,99 @@ func TestTransferRetryBackoffResetsOnProgress(t *testing.T) {
 	c.Run(int(3 * vsr.DefaultConfig().RepairRetryInterval / vsr.TickInterval))
 	if got, want := c.Nodes[2].R.Info(), c.Nodes[0].R.Info(); got.CommitMin != want.CommitMin || !c.Nodes[2].SM.Equal(c.Nodes[0].SM) {
 		t.Fatalf("r2 did not catch up: %+v, primary %+v", got, want)
+	}
+}
+
+// chunkFields parses a chunk or chunk request header.
+func chunkFields(t *testing.T, m vsr.Message) (ckpt uint64, art uint32, off uint64) {
+	t.Helper()
+	var n uint32
+	if _, err := fmt.Sscanf(vsr.DescribeControl(m.Header), "checkpoint=%d artifact=%d offset=%d len=%d", &ckpt, &art, &off, &n); err != nil {
+		t.Fatalf("chunk header %q: %v", vsr.DescribeControl(m.Header), err)
+	}
+	return ckpt, art, off
+}
+
+// TestTransferCarriesStagedPrefixOver: the primary checkpoints again while
+// a lagging replica is half way through an artifact that only grows between
+// checkpoints (the test state machine's history, as a partition's active
+// segment). The transfer moves to the new checkpoint keeping what it staged:
+// the next request for that artifact continues at the staged offset, and the
+// whole artifact still verifies against the newer manifest. Before, every
+// newer checkpoint restarted the transfer from nothing, and under load (a
+// partition group checkpoints every 64 ops) a big partition never finished.
+func TestTransferCarriesStagedPrefixOver(t *testing.T) {
+	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
+		cfg := clusterConfig(3)(i)
+		cfg.JournalSlots = 256
+		cfg.CheckpointInterval = 16
+		cfg.TransferChunkBytes = 4096
+		return cfg
+	})
+	bootAll(t, c)
+	c.Settle(10)
+	p := c.Primary()
+	if p != 0 {
+		t.Fatalf("primary %d, want 0", p)
+	}
+	token := uint64(0)
+	load := func(n int) {
+		for i := 0; i < n; i++ {
+			token++
+			c.Nodes[p].Submit(vsr.Request{Token: token, Operation: vsrtest.OpPut, WallClock: token,
+				Body: vsrtest.EncodePut(uint8(token%5), token)})
+			c.Deliver(nil, 1<<20)
+		}
+	}
+	load(5)
+	c.Nodes[2].Crash()
+	load(600) // history: 24 bytes an op, several 4 KiB chunks
+	if err := c.Nodes[2].Boot(false); err != nil {
+		t.Fatal(err)
+	}
+	// Let r2 stage the first chunk of the history (artifact 2), then hold
+	// its chunk requests while the primary checkpoints again.
+	var firstCkpt, staged uint64
+	hold := false
+	var resumedAt []uint64
+	c.Filter = func(pk vsrtest.Packet, m vsr.Message) bool {
+		switch m.Header.Command() {
+		case vsr.CmdChunk:
+			if ckpt, art, off := chunkFields(t, m); pk.To == 2 && art == 2 && firstCkpt == 0 {
+				firstCkpt, staged = ckpt, off+uint64(len(m.Body))
+				hold = true
+			}
+		case vsr.CmdRequestChunk:
+			if pk.From != 2 {
+				break
+			}
+			if hold {
+				return true
+			}
+			if ckpt, art, off := chunkFields(t, m); art == 2 && ckpt > firstCkpt && firstCkpt != 0 {
+				resumedAt = append(resumedAt, off)
+			}
+		}
+		return false
+	}
+	for i := 0; i < 2000 && firstCkpt == 0; i++ {
+		c.Run(1)
+	}
+	if firstCkpt == 0 {
+		t.Fatalf("r2 never fetched the history artifact: %+v", c.Nodes[2].R.Info())
+	}
+	load(40)
+	if ck := c.Nodes[0].R.Info().Checkpoint; ck <= firstCkpt {
+		t.Fatalf("primary checkpoint %d, want > %d", ck, firstCkpt)
+	}
+	hold = false
+	c.Run(int(6 * vsr.DefaultConfig().RepairRetryInterval / vsr.TickInterval))
+	if len(resumedAt) == 0 || resumedAt[0] != staged {
+		t.Fatalf("history requests for the newer checkpoint started at %v, want the staged %d first", resumedAt, staged)
+	}
+	want, got := c.Nodes[0].R.Info(), c.Nodes[2].R.Info()
+	if got.CommitMin != want.CommitMin || got.Checkpoint <= firstCkpt || !c.Nodes[2].SM.Equal(c.Nodes[0].SM) ||
+		!bytes.Equal(c.Nodes[2].SM.History(), c.Nodes[0].SM.History()) {
+		t.Fatalf("r2 did not catch up through the newer checkpoint (first %d): r2 %+v, primary %+v", firstCkpt, got, want)
 	}
 }

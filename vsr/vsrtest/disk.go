@@ -52,14 +52,14 @@ type Disk struct {
 	ghostAbove  uint64
 	ghostKeeps  []uint64
 	Checkpoints map[uint64]*Checkpoint
-	staging     map[uint64]map[uint32][]byte
+	staging     map[uint32][]byte // state transfer artifacts by id
 	// ReadErrors makes reads of these ops fail (until removed).
 	ReadErrors map[uint64]bool
 }
 
 // NewDisk returns an empty disk.
 func NewDisk() *Disk {
-	return &Disk{Checkpoints: map[uint64]*Checkpoint{}, staging: map[uint64]map[uint32][]byte{},
+	return &Disk{Checkpoints: map[uint64]*Checkpoint{}, staging: map[uint32][]byte{},
 		ReadErrors: map[uint64]bool{}}
 }
 

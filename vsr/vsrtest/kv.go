@@ -48,6 +48,11 @@ type KV struct {
 	Log      []Applied // ops applied since the last restore, in order
 	Base     uint64    // op the state was restored to
 	Executed map[[24]byte]int
+	// hist is append-only: op and identity of every op applied, restores
+	// included. Checkpoints ship it as artifact 2, so state transfer moves an
+	// artifact that grows between checkpoints, as a partition's active
+	// segment does (a staged prefix carries over to a newer checkpoint).
+	hist []byte
 	// OnApply, when set, sees every applied op (the simulator's checks).
 	OnApply func(h *vsr.Header, body, reply []byte)
 }
@@ -60,6 +65,9 @@ func NewKV() *KV {
 // Apply implements vsr.StateMachine.
 func (kv *KV) Apply(h *vsr.Header, body []byte) []byte {
 	kv.Log = append(kv.Log, Applied{Op: h.Op(), Identity: h.Identity(), Parent: h.Parent()})
+	kv.hist = binary.LittleEndian.AppendUint64(kv.hist, h.Op())
+	id := h.Identity()
+	kv.hist = append(kv.hist, id[:]...)
 	if h.Operation() != vsr.OperationRegister && !h.Client().IsZero() {
 		var k [24]byte
 		c := h.Client()
@@ -120,6 +128,30 @@ func (kv *KV) Restore(snap []byte, base uint64) error {
 	kv.Base = base
 	return nil
 }
+
+// History returns the applied-op history (artifact 2 of a checkpoint):
+// per op, op u64 then its identity (16 bytes).
+func (kv *KV) History() []byte { return append([]byte(nil), kv.hist...) }
+
+// RestoreHistory replaces the history with one a checkpoint at op base
+// shipped: ops strictly increasing, none above base.
+func (kv *KV) RestoreHistory(h []byte, base uint64) error {
+	if len(h)%histEntry != 0 {
+		return fmt.Errorf("vsrtest: history of %d bytes", len(h))
+	}
+	var last uint64
+	for i := 0; i < len(h); i += histEntry {
+		op := binary.LittleEndian.Uint64(h[i:])
+		if (i > 0 && op <= last) || op > base {
+			return fmt.Errorf("vsrtest: history op %d after %d (checkpoint %d)", op, last, base)
+		}
+		last = op
+	}
+	kv.hist = append(kv.hist[:0], h...)
+	return nil
+}
+
+const histEntry = 8 + 16
 
 // Equal reports whether two stores hold the same values.
 func (kv *KV) Equal(o *KV) bool { return bytes.Equal(kv.Snapshot(), o.Snapshot()) }

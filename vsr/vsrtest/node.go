@@ -27,6 +27,7 @@ type pendingIO struct {
 	token    uint64
 	data     []byte
 	sessions []byte
+	hist     []byte
 	manifest vsr.Manifest
 	art      uint32
 	offset   uint64
@@ -102,6 +103,9 @@ func (n *Node) Boot(rejoin bool) error {
 				return fmt.Errorf("vsrtest: checkpoint %d missing", s.Checkpoint)
 			}
 			if err := n.SM.Restore(ck.Artifacts[1], s.Checkpoint); err != nil {
+				return err
+			}
+			if err := n.SM.RestoreHistory(ck.Artifacts[2], s.Checkpoint); err != nil {
 				return err
 			}
 			m := ck.Manifest
@@ -276,7 +280,7 @@ func (n *Node) handle(rd vsr.Ready) {
 	}
 	if c := rd.Checkpoint; c != nil {
 		n.tracef("checkpoint op=%d", c.Op)
-		n.schedule(pendingIO{kind: ioCheckpoint, op: c.Op, data: n.SM.Snapshot(),
+		n.schedule(pendingIO{kind: ioCheckpoint, op: c.Op, data: n.SM.Snapshot(), hist: n.SM.History(),
 			sessions: append([]byte(nil), c.Sessions...)}, "checkpoint", false)
 	}
 	for _, a := range rd.ArtifactReads {
@@ -284,11 +288,7 @@ func (n *Node) handle(rd vsr.Ready) {
 			offset: a.Offset, length: a.Length}, "read", false)
 	}
 	for _, a := range rd.ArtifactWrites {
-		st := n.Disk.staging[a.Checkpoint]
-		if st == nil {
-			st = map[uint32][]byte{}
-			n.Disk.staging[a.Checkpoint] = st
-		}
+		st := n.Disk.staging
 		buf := st[a.Artifact]
 		if a.Offset == 0 {
 			buf = buf[:0] // a restarted transfer starts the artifact over
@@ -339,13 +339,13 @@ func (n *Node) complete(io pendingIO) {
 		frame, err := n.Disk.Read(io.op)
 		n.R.ReadDone(io.op, frame, err)
 	case ioCheckpoint:
-		ck := &Checkpoint{Artifacts: map[uint32][]byte{1: io.data}}
+		ck := &Checkpoint{Artifacts: map[uint32][]byte{1: io.data, 2: io.hist}}
 		m := vsr.Manifest{Op: io.op}
 		if n.Cfg.Sessions {
 			ck.Artifacts[vsr.SessionsArtifact] = io.sessions
 			m.Artifacts = append(m.Artifacts, artifact(vsr.SessionsArtifact, io.sessions))
 		}
-		m.Artifacts = append(m.Artifacts, artifact(1, io.data))
+		m.Artifacts = append(m.Artifacts, artifact(1, io.data), artifact(2, io.hist))
 		ck.Manifest = m
 		n.Disk.Checkpoints[io.op] = ck
 		n.R.CheckpointDone(io.op, m, nil)
@@ -365,10 +365,15 @@ func (n *Node) complete(io pendingIO) {
 	case ioArtifactWrite:
 		n.R.ArtifactWriteDone(io.token, nil)
 	case ioInstall:
-		st := n.Disk.staging[io.op]
+		st := n.Disk.staging
 		ck := &Checkpoint{Manifest: io.manifest, Artifacts: map[uint32][]byte{}}
 		for _, a := range io.manifest.Artifacts {
 			data := st[a.ID]
+			if uint64(len(data)) < a.Size {
+				n.R.InstallDone(io.op, fmt.Errorf("vsrtest: staged artifact %d has %d bytes, want %d", a.ID, len(data), a.Size))
+				return
+			}
+			data = append([]byte(nil), data[:a.Size]...)
 			if artifact(a.ID, data).Checksum != a.Checksum {
 				n.R.InstallDone(io.op, fmt.Errorf("vsrtest: staged artifact %d corrupt", a.ID))
 				return
@@ -379,8 +384,12 @@ func (n *Node) complete(io pendingIO) {
 			n.R.InstallDone(io.op, err)
 			return
 		}
+		if err := n.SM.RestoreHistory(ck.Artifacts[2], io.op); err != nil {
+			n.R.InstallDone(io.op, err)
+			return
+		}
 		n.Disk.Checkpoints[io.op] = ck
-		delete(n.Disk.staging, io.op)
+		clear(n.Disk.staging)
 		n.R.InstallDone(io.op, nil)
 		n.gcCheckpoints()
 	}
