@@ -10,14 +10,17 @@ import (
 )
 
 // checkpointingGroup boots a 3-replica group with primary 0 and a
-// checkpoint every 16 ops; load submits n ops through the primary and
-// delivers everything.
-func checkpointingGroup(t *testing.T) (c *vsrtest.Cluster, load func(n int)) {
+// checkpoint every 16 ops (then applies tune to each replica's config); load
+// submits n ops through the primary and delivers everything.
+func checkpointingGroup(t *testing.T, tune ...func(*vsr.Config)) (c *vsrtest.Cluster, load func(n int)) {
 	t.Helper()
 	c = vsrtest.NewCluster(3, func(i int) vsr.Config {
 		cfg := clusterConfig(3)(i)
 		cfg.JournalSlots = 256
 		cfg.CheckpointInterval = 16
+		for _, f := range tune {
+			f(&cfg)
+		}
 		return cfg
 	})
 	bootAll(t, c)
@@ -254,28 +257,7 @@ func chunkFields(t *testing.T, m vsr.Message) (ckpt uint64, art uint32, off uint
 // newer checkpoint restarted the transfer from nothing, and under load (a
 // partition group checkpoints every 64 ops) a big partition never finished.
 func TestTransferCarriesStagedPrefixOver(t *testing.T) {
-	c := vsrtest.NewCluster(3, func(i int) vsr.Config {
-		cfg := clusterConfig(3)(i)
-		cfg.JournalSlots = 256
-		cfg.CheckpointInterval = 16
-		cfg.TransferChunkBytes = 4096
-		return cfg
-	})
-	bootAll(t, c)
-	c.Settle(10)
-	p := c.Primary()
-	if p != 0 {
-		t.Fatalf("primary %d, want 0", p)
-	}
-	token := uint64(0)
-	load := func(n int) {
-		for i := 0; i < n; i++ {
-			token++
-			c.Nodes[p].Submit(vsr.Request{Token: token, Operation: vsrtest.OpPut, WallClock: token,
-				Body: vsrtest.EncodePut(uint8(token%5), token)})
-			c.Deliver(nil, 1<<20)
-		}
-	}
+	c, load := checkpointingGroup(t, func(cfg *vsr.Config) { cfg.TransferChunkBytes = 4096 })
 	load(5)
 	c.Nodes[2].Crash()
 	load(600) // history: 24 bytes an op, several 4 KiB chunks
