@@ -350,7 +350,15 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 		if len(body) != 8 {
 			panic(fmt.Sprintf("replica: partition %s op %d: delete-segments body of %d bytes", p.ns, h.Op(), len(body)))
 		}
-		if _, err := p.deleteSealedThrough(binary.LittleEndian.Uint64(body)); err != nil {
+		_, err := p.deleteSealedThrough(binary.LittleEndian.Uint64(body))
+		if l := p.served.list; len(l) > 0 && l[0].start < p.seg.FirstOffset() && p.g != nil && p.g.r != nil {
+			// The checkpoint peers fetch by state transfer lists segments
+			// that are gone now (on every replica alike): checkpoint after
+			// this op instead of waiting for CheckpointInterval more ops,
+			// which an idle partition may never see.
+			p.g.r.CheckpointAfter(h.Op())
+		}
+		if err != nil {
 			p.log.Error("delete segments failed", zap.Uint64("op", h.Op()), zap.Error(err))
 			return codeReply(uint32(wire.CodeError))
 		}

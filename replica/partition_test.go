@@ -490,6 +490,12 @@ func TestPartitionRetentionOp(t *testing.T) {
 	if p.seg.FirstOffset() != segs[3].StartOffset || p.stats.segments.Load() != 2 {
 		t.Fatalf("first offset %d, published %d segments", p.seg.FirstOffset(), p.stats.segments.Load())
 	}
+	// The checkpoint state transfer serves listed the deleted segments: the
+	// op asked for a checkpoint at once, which lists only what is left.
+	if p.served.op != p.applied || len(p.served.list) != 2 || p.served.list[0].start != segs[3].StartOffset {
+		t.Fatalf("served checkpoint %d with %d segments from %d; want op %d, 2 segments from %d",
+			p.served.op, len(p.served.list), p.served.list[0].start, p.applied, segs[3].StartOffset)
+	}
 	// Nothing more to delete: no op.
 	p.clean(tp, now)
 	sh.settle()
