@@ -200,3 +200,88 @@ func TestClusterRetention(t *testing.T) {
 		t.Fatalf("next offset %d, want %d", conf[0].BaseOffset, total)
 	}
 }
+
+// TestClusterRetentionTransfer: a replica that comes back far behind
+// fetches the partition by state transfer after retention deleted segments
+// and the partition went idle. The retention op asks for a checkpoint right
+// after it, so the checkpoint peers serve lists only segments they still
+// have; without it their latest checkpoint lists the deleted segment on
+// every peer alike and the transfer waits for ops that never come.
+func TestClusterRetentionTransfer(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.tune = func(i int, cfg *config.Config) {
+		cfg.DataMaintenance.Messages.CleanerEnabled = true
+		cfg.DataMaintenance.Messages.Interval = config.D(100 * time.Millisecond)
+	}
+	tc.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := tc.dial(0)
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := wire.Options{}.With("segment_size", wire.Uint64Value(1<<20)).
+		With("message_expiry", wire.Uint64Value(uint64(2*time.Second/time.Microsecond)))
+	if _, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 1, Name: "t", Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range tc.nodes {
+		eventually(t, 30*time.Second, fmt.Sprintf("node %d hosting the partition", i), func() error {
+			if _, _, ok := n.PartitionPrimary(0, 0, 0); !ok {
+				return fmt.Errorf("not hosted")
+			}
+			return nil
+		})
+	}
+	const behind = 2
+	tc.stop(behind)
+	// One op per send, 4 KiB each: past the partition journal's window
+	// (256 slots) and past one 1 MiB segment.
+	const sends, size = 320, 4 << 10
+	for i := 0; i < sends; i++ {
+		pl := make([]byte, size)
+		binary.LittleEndian.PutUint64(pl, uint64(i))
+		if _, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0),
+			[]wire.Message{{ID: wire.Uint128{Lo: uint64(i + 1)}, Payload: pl}}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	for _, i := range []int{0, 1} {
+		eventually(t, 60*time.Second, fmt.Sprintf("node %d: expired segment deleted", i), func() error {
+			names, err := segmentNames(tc.dirs[i], 0, 0, 0)
+			if err != nil {
+				return err
+			}
+			if len(names) != 1 || names[0] == fmt.Sprintf("%020d.log", 0) {
+				return fmt.Errorf("segments %v, want only the active one", names)
+			}
+			return nil
+		})
+	}
+	// The partition is idle from here on.
+	if err := tc.start(behind, false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "the returning node catches up", func() error {
+		return tc.sameTopicSegments(0, 1, 0, 1, behind)
+	})
+	if got := tc.nodes[behind].installs.Load(); got < 1 {
+		t.Fatalf("%d checkpoints installed by state transfer, want the partition's", got)
+	}
+	back := tc.dial(behind)
+	pm, err := back.PollMessages(ctx, wire.PollMessages{Consumer: wire.SingleConsumer(wire.NumericID(77)),
+		StreamID: wire.NumericID(0), TopicID: wire.NumericID(0), Partition: wire.SomePartition(0),
+		Strategy: wire.PollFromFirst(), Count: sends})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := pm.Messages()
+	if len(msgs) == 0 || msgs[0].Offset == 0 || msgs[len(msgs)-1].Offset != sends-1 {
+		t.Fatalf("returning node serves %d messages from %v", len(msgs), msgs[0:min(1, len(msgs))])
+	}
+	for j, m := range msgs {
+		if m.Offset != msgs[0].Offset+uint64(j) || binary.LittleEndian.Uint64(m.Payload) != m.Offset {
+			t.Fatalf("message %d: offset %d payload %d", j, m.Offset, binary.LittleEndian.Uint64(m.Payload))
+		}
+	}
+}
