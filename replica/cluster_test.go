@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,9 @@ type testCluster struct {
 	// onLog, when set before a node starts, sees every entry that node
 	// logs at warn level or above.
 	onLog func(node int, e zapcore.Entry)
+	// tune, when set before a node starts, adjusts that node's
+	// configuration.
+	tune func(node int, cfg *config.Config)
 }
 
 const testClusterSecret = "0123456789abcdef0123456789abcdef-test"
@@ -111,6 +115,9 @@ func (tc *testCluster) config(i int) *config.Config {
 		cl.Nodes = append(cl.Nodes, config.ClusterNode{Name: fmt.Sprintf("node-%d", j), IP: "127.0.0.1", ReplicaID: j,
 			Ports: config.NodePorts{TCP: config.Port(uint16(tc.client[j])), TCPReplica: config.Port(uint16(tc.repl[j])),
 				Gossip: config.Port(uint16(tc.gossip[j]))}})
+	}
+	if tc.tune != nil {
+		tc.tune(i, cfg)
 	}
 	return cfg
 }
@@ -389,22 +396,52 @@ func sendAll(ctx context.Context, t *testing.T, c *client.Client, p uint32, from
 }
 
 func (tc *testCluster) sameSegments(parts uint32, nodes ...int) error {
+	return tc.sameTopicSegments(0, parts, nodes...)
+}
+
+// sameTopicSegments checks that partitions [0, parts) of stream 0 / topic
+// hold the same segment files, byte for byte, on the nodes.
+func (tc *testCluster) sameTopicSegments(topic, parts uint32, nodes ...int) error {
 	for p := uint32(0); p < parts; p++ {
-		ref, err := segmentBytes(tc.dirs[nodes[0]], 0, 0, p)
+		refNames, err := segmentNames(tc.dirs[nodes[0]], 0, topic, p)
+		if err != nil {
+			return err
+		}
+		ref, err := segmentBytes(tc.dirs[nodes[0]], 0, topic, p)
 		if err != nil {
 			return err
 		}
 		for _, i := range nodes[1:] {
-			b, err := segmentBytes(tc.dirs[i], 0, 0, p)
+			names, err := segmentNames(tc.dirs[i], 0, topic, p)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(refNames, names) {
+				return fmt.Errorf("topic %d partition %d: node %d has segments %v, node %d %v", topic, p, i, names, nodes[0], refNames)
+			}
+			b, err := segmentBytes(tc.dirs[i], 0, topic, p)
 			if err != nil {
 				return err
 			}
 			if !bytes.Equal(ref, b) {
-				return fmt.Errorf("partition %d: node %d's segments (%d bytes) differ from node %d's (%d bytes)", p, i, len(b), nodes[0], len(ref))
+				return fmt.Errorf("topic %d partition %d: node %d's segments (%d bytes) differ from node %d's (%d bytes)", topic, p, i, len(b), nodes[0], len(ref))
 			}
 		}
 	}
 	return nil
+}
+
+// segmentNames lists a partition's .log files, oldest first.
+func segmentNames(dir string, stream, topic, p uint32) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(partitionDir(dir, stream, topic, p), "*.log"))
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range files {
+		files[i] = filepath.Base(f)
+	}
+	slices.Sort(files)
+	return files, nil
 }
 
 // TestClusterFailover closes the node that leads the metadata group and a

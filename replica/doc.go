@@ -288,8 +288,15 @@
 //	162 delete offset   [kind u8][id u32]
 //	170 purge           [generation u64]
 //	171 drop group      [group_id u32]
-//	172 delete segments [keep_from u64] (cluster mode: the sealed segments
-//	                    ending at or below keep_from go; a replay deletes nothing more)
+//	172 delete segments [keep_from u64] (cluster mode: the leading sealed
+//	                    segments whose next offset is at or below keep_from go,
+//	                    stopping at the first that ends above it or is active;
+//	                    a replay or a duplicate deletes nothing more). Sent by
+//	                    DELETE_SEGMENTS and by retention: the partition primary
+//	                    evaluates message_expiry and max_topic_size and names
+//	                    the end of the last segment they select. Applying it
+//	                    asks vsr for a checkpoint at once when the latest
+//	                    checkpoint lists a segment it deleted.
 //
 // Replies: send [base_offset u64]; the others [code u32] (0, or 3021 for a
 // delete of an absent offset). An auto-commit never moves an offset back.

@@ -106,6 +106,10 @@ type partition struct {
 	segHash    *segHashState
 	served     servedPartition
 	stagedOp   uint64
+
+	// retaining is the keep_from of this primary's retention op in flight
+	// (0: none), so a pass does not propose the same deletion again.
+	retaining uint64
 }
 
 // partitionDir is the directory of (stream, topic, partition).
@@ -346,23 +350,18 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 		if len(body) != 8 {
 			panic(fmt.Sprintf("replica: partition %s op %d: delete-segments body of %d bytes", p.ns, h.Op(), len(body)))
 		}
-		keep := binary.LittleEndian.Uint64(body)
-		p.flushSegments()
-		n := 0
-		for _, si := range p.seg.Segments() {
-			if !si.Sealed || si.NextOffset > keep {
-				break
-			}
-			n++
+		_, err := p.deleteSealedThrough(binary.LittleEndian.Uint64(body))
+		if l := p.served.list; len(l) > 0 && l[0].start < p.seg.FirstOffset() && p.g != nil && p.g.r != nil {
+			// The checkpoint peers fetch by state transfer lists segments
+			// that are gone now (on every replica alike): checkpoint after
+			// this op instead of waiting for CheckpointInterval more ops,
+			// which an idle partition may never see.
+			p.g.r.CheckpointAfter(h.Op())
 		}
-		if n > 0 {
-			if _, err := p.seg.DeleteOldestSegments(n); err != nil {
-				p.log.Error("delete segments failed", zap.Error(err))
-				return codeReply(uint32(wire.CodeError))
-			}
-			p.sealedSums, p.segHash = nil, nil
+		if err != nil {
+			p.log.Error("delete segments failed", zap.Uint64("op", h.Op()), zap.Error(err))
+			return codeReply(uint32(wire.CodeError))
 		}
-		p.publish()
 		return codeReply(0)
 	}
 	panic(fmt.Sprintf("replica: partition %s: unknown operation %d at op %d", p.ns, h.Operation(), h.Op()))
@@ -1095,29 +1094,119 @@ func (p *partition) avgMessageBytes() float64 {
 	return p.avgRecord
 }
 
-// clean applies the topic's retention to sealed segments.
-func (p *partition) clean(t *metadata.Topic, now uint64) {
-	if t == nil {
-		return
-	}
-	p.flushSegments()
+// Retention. A pass (tkClean, every data_maintenance.messages.interval)
+// picks the leading sealed segments that the topic's message_expiry
+// (against this node's clock) or the partition's share of max_topic_size
+// (max_topic_size / partition count) deletes; the active segment never
+// goes. A single node deletes them at once. In cluster mode the replicas
+// must hold identical segments, so only the group's primary in normal
+// status evaluates retention, and it proposes a delete-segments op (172)
+// naming the end offset of the last segment to delete: every replica
+// applies it in log order with deleteSealedThrough, which deletes the same
+// segments on every replica (their boundaries are a function of the log),
+// and a replay or a duplicate proposal deletes nothing more.
+
+// retentionKeep returns the first offset the topic's retention keeps in this
+// partition at now (0: nothing to delete) and how many leading segments the
+// expiry and the size rule each select.
+func (p *partition) retentionKeep(t *metadata.Topic, now uint64) (keep uint64, expired, oversize int) {
 	if e := t.Config.MessageExpiry; e != 0 && e != math.MaxUint64 && now > e {
-		if n, err := p.seg.DeleteExpiredSegments(now - e); err != nil {
-			p.log.Error("retention by expiry failed", zap.Error(err))
-		} else if n > 0 {
-			p.log.Info("expired segments deleted", zap.Int("segments", n))
-		}
+		expired = p.seg.ExpiredPrefix(now - e)
 	}
 	if m := t.Config.MaxTopicSize; m != 0 && m != math.MaxUint64 {
-		share := m / uint64(max(1, len(t.Partitions)))
-		if n, err := p.seg.DeleteSegmentsToFit(share); err != nil {
-			p.log.Error("retention by size failed", zap.Error(err))
-		} else if n > 0 {
-			p.log.Info("segments deleted to fit max_topic_size", zap.Int("segments", n), zap.Uint64("partition_share", share))
+		oversize = p.seg.OversizePrefix(m / uint64(max(1, len(t.Partitions))))
+	}
+	if k := max(expired, oversize); k > 0 {
+		keep = p.seg.Segments()[k-1].NextOffset
+	}
+	return keep, expired, oversize
+}
+
+// deleteSealedThrough deletes the leading sealed segments that end at or
+// below keep (NextOffset ≤ keep) and returns how many it deleted. It stops
+// at the first segment that ends above keep or is not sealed, so it is
+// idempotent and never touches the active segment.
+func (p *partition) deleteSealedThrough(keep uint64) (int, error) {
+	p.flushSegments()
+	segs := p.seg.Segments()
+	n := 0
+	for _, si := range segs {
+		if !si.Sealed || si.NextOffset > keep {
+			break
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	k, err := p.seg.DeleteOldestSegments(n)
+	for _, si := range segs[:k] {
+		// The transfer caches of the other segments stay valid.
+		delete(p.sealedSums, si.StartOffset)
+		if p.segHash != nil && p.segHash.start == si.StartOffset {
+			p.segHash = nil
 		}
 	}
 	p.avgRecord = 0
 	p.publish()
+	return k, err
+}
+
+// clean runs a retention pass over this partition.
+func (p *partition) clean(t *metadata.Topic, now uint64) {
+	if t == nil {
+		return
+	}
+	if p.sh.n.replicaCount > 1 {
+		p.proposeRetention(t, now)
+		return
+	}
+	p.flushSegments()
+	keep, expired, oversize := p.retentionKeep(t, now)
+	if keep == 0 {
+		return
+	}
+	n, err := p.deleteSealedThrough(keep)
+	if err != nil {
+		p.log.Error("retention failed", zap.Error(err))
+	}
+	if n > 0 {
+		p.log.Info("retention deleted segments", zap.Int("segments", n), zap.Uint64("first_offset", p.seg.FirstOffset()),
+			zap.Int("expired", expired), zap.Int("over_size", oversize))
+	}
+}
+
+// proposeRetention is clean in cluster mode: the primary proposes the
+// deletion (see Retention above); backups leave it to the primary.
+func (p *partition) proposeRetention(t *metadata.Topic, now uint64) {
+	g := p.g
+	if g == nil || g.r == nil || g.closed || g.failed != nil {
+		return
+	}
+	if info := g.r.Info(); !info.IsPrimary || info.Status != "normal" {
+		return
+	}
+	p.flushSegments()
+	keep, expired, oversize := p.retentionKeep(t, now)
+	if keep == 0 || keep <= p.retaining {
+		// Nothing to delete, or that deletion is already proposed.
+		return
+	}
+	p.retaining = keep
+	p.log.Info("retention proposes deleting segments", zap.Uint64("keep_from", keep),
+		zap.Int("expired", expired), zap.Int("over_size", oversize))
+	g.submit(&task{kind: tkClean, onDone: func(d *task) {
+		if p.retaining == keep {
+			p.retaining = 0
+		}
+		if d.status != 0 || d.vstatus != vsr.StatusOK {
+			// The next pass proposes it again (if this node still leads).
+			p.log.Info("retention op not committed", zap.Uint64("keep_from", keep),
+				zap.Uint32("status", d.status), zap.Uint32("vsr_status", uint32(d.vstatus)))
+		} else if len(d.reply) == 4 && binary.LittleEndian.Uint32(d.reply) != 0 {
+			p.log.Error("retention op failed", zap.Uint64("keep_from", keep), zap.Uint32("code", binary.LittleEndian.Uint32(d.reply)))
+		}
+	}}, vsr.Request{Operation: opDeleteSegments, WallClock: now, Body: u64Bytes(keep)})
 }
 
 // close releases the partition's files.

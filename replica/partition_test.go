@@ -430,3 +430,114 @@ func TestPartitionStagingCarriesOver(t *testing.T) {
 		t.Fatal("an artifact shorter than its manifest size was read")
 	}
 }
+
+// TestPartitionRetentionOp: in cluster mode a retention pass of the
+// primary deletes nothing itself; it proposes a delete-segments op whose
+// keep_from is the end of the last segment to go, and applying that op
+// deletes exactly those segments. The op is idempotent (applied again it
+// deletes nothing more), a keep_from inside a segment keeps that segment,
+// and the active segment never goes, even when every message expired.
+func TestPartitionRetentionOp(t *testing.T) {
+	fsys := vfs.NewFault(9)
+	sh := testShard(t, fsys)
+	spec := partitionSpec{stream: 1, topic: 2, id: 0, revision: 7, config: topicConfig(metadata.DurabilityReplicated)}
+	p, err := sh.openPartition(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The group stays single-replica (its own primary); the partition
+	// takes the cluster path from here.
+	sh.n.replicaCount = 3
+	var seq uint64
+	for len(p.seg.Segments()) < 5 { // 1 MiB segments: four sealed
+		if _, ok := send(t, sh, p, testBatch(t, seq, 20, 1000)); !ok {
+			t.Fatal("send refused")
+		}
+		seq += 20
+	}
+	segs := p.seg.Segments()
+	starts := func() []uint64 {
+		var out []uint64
+		for _, si := range p.seg.Segments() {
+			out = append(out, si.StartOffset)
+		}
+		return out
+	}
+	// A share that the newest sealed segment and the active one fit in.
+	share := uint64(segs[3].Size + segs[4].Size)
+	tp := &metadata.Topic{Config: topicConfig(metadata.DurabilityReplicated), Partitions: make([]metadata.Partition, 2)}
+	tp.Config.MaxTopicSize = 2 * share
+	tp.Config.MessageExpiry = math.MaxUint64
+	now := nowMicros()
+	if keep, expired, over := p.retentionKeep(tp, now); keep != segs[2].NextOffset || expired != 0 || over != 3 {
+		t.Fatalf("retentionKeep: keep %d expired %d over %d; want keep %d, over 3", keep, expired, over, segs[2].NextOffset)
+	}
+	applied := p.applied
+	p.clean(tp, now)
+	if p.retaining != segs[2].NextOffset {
+		t.Fatalf("retaining %d, want the proposed keep_from %d", p.retaining, segs[2].NextOffset)
+	}
+	sh.settle()
+	if p.applied != applied+1 {
+		t.Fatalf("applied op %d, want the retention op %d", p.applied, applied+1)
+	}
+	if p.retaining != 0 {
+		t.Fatalf("retaining %d after the op completed", p.retaining)
+	}
+	if got := starts(); len(got) != 2 || got[0] != segs[3].StartOffset {
+		t.Fatalf("segments %v after retention, want [%d %d]", got, segs[3].StartOffset, segs[4].StartOffset)
+	}
+	if p.seg.FirstOffset() != segs[3].StartOffset || p.stats.segments.Load() != 2 {
+		t.Fatalf("first offset %d, published %d segments", p.seg.FirstOffset(), p.stats.segments.Load())
+	}
+	// The checkpoint state transfer serves listed the deleted segments: the
+	// op asked for a checkpoint at once, which lists only what is left.
+	if p.served.op != p.applied || len(p.served.list) != 2 || p.served.list[0].start != segs[3].StartOffset {
+		t.Fatalf("served checkpoint %d with %d segments from %d; want op %d, 2 segments from %d",
+			p.served.op, len(p.served.list), p.served.list[0].start, p.applied, segs[3].StartOffset)
+	}
+	// Nothing more to delete: no op.
+	p.clean(tp, now)
+	sh.settle()
+	if p.applied != applied+1 {
+		t.Fatalf("a pass with nothing to delete proposed op %d", p.applied)
+	}
+
+	submit := func(keep uint64) uint32 {
+		t.Helper()
+		var code uint32 = math.MaxUint32
+		p.g.submit(&task{kind: tkClean, onDone: func(d *task) {
+			if d.status == 0 && d.vstatus == vsr.StatusOK && len(d.reply) == 4 {
+				code = binary.LittleEndian.Uint32(d.reply)
+			}
+		}}, vsr.Request{Operation: opDeleteSegments, WallClock: nowMicros(), Body: u64Bytes(keep)})
+		sh.settle()
+		if code == math.MaxUint32 {
+			t.Fatal("delete-segments op not answered")
+		}
+		return code
+	}
+	// The same op again (a replay, or a duplicate proposal): nothing more.
+	if code := submit(segs[2].NextOffset); code != 0 || len(starts()) != 2 {
+		t.Fatalf("repeated op: code %d, segments %v", code, starts())
+	}
+	// keep_from inside the sealed segment: it stays.
+	if code := submit(segs[3].NextOffset - 1); code != 0 || len(starts()) != 2 {
+		t.Fatalf("keep_from inside a segment: code %d, segments %v", code, starts())
+	}
+	// Everything expired: the sealed segment goes, the active one stays.
+	tp.Config.MaxTopicSize = math.MaxUint64
+	tp.Config.MessageExpiry = 1
+	p.clean(tp, now+10_000_000)
+	sh.settle()
+	if got := starts(); len(got) != 1 || got[0] != segs[4].StartOffset {
+		t.Fatalf("segments %v after expiry, want only the active %d", got, segs[4].StartOffset)
+	}
+	// keep_from beyond the log: the active segment never goes.
+	if code := submit(math.MaxUint64); code != 0 || len(starts()) != 1 {
+		t.Fatalf("keep_from past the end: code %d, segments %v", code, starts())
+	}
+	if next, ok := send(t, sh, p, testBatch(t, seq, 1, 10)); !ok || next != seq {
+		t.Fatalf("send after retention: offset %d ok %v, want %d", next, ok, seq)
+	}
+}

@@ -24,10 +24,18 @@ import (
 // ship the partition as it stood at the checkpoint: artifact 1 is the
 // checkpoint file, artifact 2 the segment list, artifact 3+i the first
 // size bytes of segment i's .log (segments are append-only, so that prefix
-// does not change after the checkpoint; a segment retention deleted since
-// makes the transfer from this peer fail and vsr tries another or a newer
-// checkpoint). Indexes are not shipped: segment.Open rebuilds a missing
-// index from its log.
+// does not change after the checkpoint). Retention deletes segments by a
+// replicated op (172), so every replica drops them at the same op: a
+// transfer of a checkpoint that still lists them then fails on every peer
+// alike, so the op asks vsr for a checkpoint right after it
+// (CheckpointAfter), and the receiver, retrying, gets that newer manifest,
+// which lists only what is left (an idle partition would otherwise never
+// checkpoint again and the receiver would wait for CheckpointInterval more
+// ops). Artifact ids are positions in the list: after a deletion, a prefix
+// staged under an id carries over to whatever segment now has that id,
+// fails the whole-artifact checksum and is fetched again from offset 0.
+// Indexes are not shipped: segment.Open rebuilds a missing index from its
+// log.
 //
 // Segment list file (little-endian): magic "IGGOPSEG" (8), version u32 = 1,
 // segment count u32, then per segment, oldest first: start offset u64,

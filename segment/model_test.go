@@ -472,6 +472,7 @@ func (lm *logMachine) DeleteOldest(t *rapid.T) {
 func (lm *logMachine) DeleteExpired(t *rapid.T) {
 	lm.finishPlan(t)
 	cutoff := rapid.Uint64Range(0, lm.ts+2).Draw(t, "cutoff")
+	planned := lm.l.ExpiredPrefix(cutoff)
 	got, err := lm.l.DeleteExpiredSegments(cutoff)
 	if err != nil {
 		t.Fatalf("delete expired: %v", err)
@@ -487,8 +488,8 @@ func (lm *logMachine) DeleteExpired(t *rapid.T) {
 		}
 		k++
 	}
-	if got != k {
-		t.Fatalf("expired %d segments, want %d", got, k)
+	if got != k || planned != k {
+		t.Fatalf("expired %d segments (ExpiredPrefix said %d), want %d", got, planned, k)
 	}
 	lm.m.deletePrefix(k)
 }
@@ -500,6 +501,7 @@ func (lm *logMachine) DeleteToFit(t *rapid.T) {
 		total += s.size
 	}
 	limit := rapid.Int64Range(0, total+10).Draw(t, "maxBytes")
+	planned := lm.l.OversizePrefix(uint64(limit))
 	got, err := lm.l.DeleteSegmentsToFit(uint64(limit))
 	if err != nil {
 		t.Fatalf("delete to fit: %v", err)
@@ -509,8 +511,8 @@ func (lm *logMachine) DeleteToFit(t *rapid.T) {
 		total -= lm.m.segs[k].size
 		k++
 	}
-	if got != k {
-		t.Fatalf("deleted %d segments to fit, want %d", got, k)
+	if got != k || planned != k {
+		t.Fatalf("deleted %d segments to fit (OversizePrefix said %d), want %d", got, planned, k)
 	}
 	lm.m.deletePrefix(k)
 }

@@ -56,11 +56,19 @@ func (l *Log) DeleteExpiredSegments(cutoff uint64) (int, error) {
 	if err := l.retentionReady(); err != nil {
 		return 0, err
 	}
+	return l.deletePrefix(l.ExpiredPrefix(cutoff))
+}
+
+// ExpiredPrefix is how many segments DeleteExpiredSegments(cutoff) would
+// delete now: the leading sealed segments whose newest message is older
+// than cutoff. It deletes nothing, so a replicated log can agree on the
+// deletion first (the partition primary names it in an operation).
+func (l *Log) ExpiredPrefix(cutoff uint64) int {
 	k, sealed := 0, l.sealedCount()
 	for k < sealed && l.segs[k].maxTimestamp() < cutoff {
 		k++
 	}
-	return l.deletePrefix(k)
+	return k
 }
 
 // DeleteSegmentsToFit deletes the oldest sealed segments while the log is
@@ -70,12 +78,20 @@ func (l *Log) DeleteSegmentsToFit(maxBytes uint64) (int, error) {
 	if err := l.retentionReady(); err != nil {
 		return 0, err
 	}
+	return l.deletePrefix(l.OversizePrefix(maxBytes))
+}
+
+// OversizePrefix is how many segments DeleteSegmentsToFit(maxBytes) would
+// delete now: the fewest leading sealed segments whose removal brings the
+// log to maxBytes or less (all sealed ones when that is not enough). It
+// deletes nothing.
+func (l *Log) OversizePrefix(maxBytes uint64) int {
 	k, sealed, size := 0, l.sealedCount(), uint64(l.Size())
 	for k < sealed && size > maxBytes {
 		size -= uint64(l.segs[k].size)
 		k++
 	}
-	return l.deletePrefix(k)
+	return k
 }
 
 // deletePrefix deletes the first k segments, all sealed.

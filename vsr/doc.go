@@ -175,7 +175,9 @@
 // them again at once).
 //
 // Every CheckpointInterval applied ops the replica asks the node for a
-// checkpoint; once the state record naming it is durable, the journal may
+// checkpoint, and sooner once an op named by CheckpointAfter is applied (a
+// state machine whose op made the latest checkpoint unservable to state
+// transfer asks for one); once the state record naming it is durable, the journal may
 // drop ops more than JournalSlots/2 below it. The replica keeps headers of the
 // last JournalSlots ops in memory and never takes an op more than
 // JournalSlots − 1 above its checkpoint or above its last completed append,

@@ -780,7 +780,7 @@ func (r *Replica) apply(s *slot) {
 	}
 	r.applyOrphans(h, body, status, eviction, replyOp)
 	r.maybeDropBody(s)
-	if r.commitMin >= r.checkpoint+uint64(r.cfg.CheckpointInterval) {
+	if r.checkpointDue() {
 		r.maybeCheckpoint()
 	}
 }

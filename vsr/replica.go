@@ -109,6 +109,9 @@ type Replica struct {
 	baseID    Checksum
 	ckptBusy  bool
 	ckptFresh bool // a checkpoint request waits in Ready: apply nothing more
+	// ckptAfter: CheckpointAfter asked for a checkpoint at the first
+	// applied op at or above it, ahead of CheckpointInterval.
+	ckptAfter uint64
 	resume    bool // Ready released a checkpoint hold: pump on the next HasReady
 	ckptOp    uint64
 	ckptID    Checksum

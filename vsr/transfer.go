@@ -13,8 +13,7 @@ import (
 // replica applies nothing more until the node has taken the request out of
 // Ready, so the node can capture exactly that state.
 func (r *Replica) maybeCheckpoint() {
-	if r.ckptBusy || r.commitMin < r.checkpoint+uint64(r.cfg.CheckpointInterval) ||
-		(r.xfer != nil && r.xfer.installing) || r.journalResetPending {
+	if r.ckptBusy || !r.checkpointDue() || (r.xfer != nil && r.xfer.installing) || r.journalResetPending {
 		return
 	}
 	id, ok := r.identityOf(r.commitMin)
@@ -33,6 +32,30 @@ func (r *Replica) maybeCheckpoint() {
 		req.Sessions = r.sessions.encode()
 	}
 	r.out.Checkpoint = req
+}
+
+// checkpointDue: CheckpointInterval ops were applied since the last
+// checkpoint, or an op CheckpointAfter named has been applied and no
+// checkpoint covers it yet.
+func (r *Replica) checkpointDue() bool {
+	return r.commitMin >= r.checkpoint+uint64(r.cfg.CheckpointInterval) ||
+		(r.ckptAfter > r.checkpoint && r.commitMin >= r.ckptAfter)
+}
+
+// CheckpointAfter asks for a checkpoint as soon as op is applied (at once
+// if it already is), ahead of CheckpointInterval. The state machine calls
+// it, from Apply too, when an op left the latest checkpoint's artifacts
+// unservable: a peer fetching that checkpoint would fail, and with no
+// further ops no newer checkpoint would replace it. The request is not
+// durable; a restart that replays op applies it again, which asks again.
+func (r *Replica) CheckpointAfter(op uint64) {
+	if op <= r.ckptAfter {
+		return
+	}
+	r.ckptAfter = op
+	if r.stopped == nil && r.commitMin >= op && !r.ckptFresh {
+		r.maybeCheckpoint()
+	}
 }
 
 // CheckpointDone reports that the checkpoint requested for op is durable,
@@ -57,6 +80,10 @@ func (r *Replica) CheckpointDone(op uint64, m Manifest, err error) {
 	r.checkpoint, r.checkpointID, r.checkpointTS = op, r.ckptID, r.ckptTS
 	r.manifest = &m
 	r.markCheckpoint()
+	if r.ckptAfter > op {
+		// A CheckpointAfter that came while this checkpoint was in flight.
+		r.maybeCheckpoint()
+	}
 	r.pump()
 }
 

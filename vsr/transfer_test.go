@@ -3,6 +3,7 @@ package vsr_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/iggo/iggo/vsr"
@@ -308,5 +309,56 @@ func TestTransferCarriesStagedPrefixOver(t *testing.T) {
 	if got.CommitMin != want.CommitMin || got.Checkpoint <= firstCkpt || !c.Nodes[2].SM.Equal(c.Nodes[0].SM) ||
 		!bytes.Equal(c.Nodes[2].SM.History(), c.Nodes[0].SM.History()) {
 		t.Fatalf("r2 did not catch up through the newer checkpoint (first %d): r2 %+v, primary %+v", firstCkpt, got, want)
+	}
+}
+
+// TestCheckpointAfter: CheckpointAfter(op) makes the replica checkpoint at
+// op, ahead of CheckpointInterval (a partition whose retention deleted
+// segments the latest checkpoint lists asks for it), and the interval
+// counts on from there.
+func TestCheckpointAfter(t *testing.T) {
+	c, load := checkpointingGroup(t)
+	load(20)
+	c.Run(50)
+	checkpoints := func() []uint64 {
+		var out []uint64
+		for _, n := range c.Nodes {
+			out = append(out, n.R.Info().Checkpoint)
+		}
+		return out
+	}
+	if got := checkpoints(); !slices.Equal(got, []uint64{16, 16, 16}) {
+		t.Fatalf("checkpoints %v after 20 ops, want 16 everywhere", got)
+	}
+	for _, n := range c.Nodes {
+		n.R.CheckpointAfter(22)
+	}
+	load(1)
+	c.Run(50)
+	if got := checkpoints(); !slices.Equal(got, []uint64{16, 16, 16}) {
+		t.Fatalf("checkpoints %v at op 21, want 16 everywhere", got)
+	}
+	load(1)
+	c.Run(50)
+	if got := checkpoints(); !slices.Equal(got, []uint64{22, 22, 22}) {
+		t.Fatalf("checkpoints %v at op 22, want 22 everywhere", got)
+	}
+	// Asked for an op already applied: at once.
+	load(3)
+	c.Run(50)
+	c.Nodes[0].R.CheckpointAfter(24)
+	c.Run(50)
+	if got := c.Nodes[0].R.Info().Checkpoint; got != 25 {
+		t.Fatalf("checkpoint %d after CheckpointAfter(24) at op 25, want 25", got)
+	}
+	load(15)
+	c.Run(50)
+	if got := checkpoints(); !slices.Equal(got, []uint64{25, 38, 38}) {
+		t.Fatalf("checkpoints %v at op 40, want [25 38 38]", got)
+	}
+	load(1)
+	c.Run(50)
+	if got := checkpoints(); !slices.Equal(got, []uint64{41, 38, 38}) {
+		t.Fatalf("checkpoints %v at op 41, want [41 38 38]", got)
 	}
 }
