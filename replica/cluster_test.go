@@ -41,6 +41,8 @@ type testCluster struct {
 	// onLog, when set before a node starts, sees every entry that node
 	// logs at warn level or above.
 	onLog func(node int, e zapcore.Entry)
+	// memberEviction, when set, is cluster.member_eviction_timeout.
+	memberEviction time.Duration
 }
 
 const testClusterSecret = "0123456789abcdef0123456789abcdef-test"
@@ -105,6 +107,9 @@ func (tc *testCluster) config(i int) *config.Config {
 	cl.Auth.SharedSecret = testClusterSecret
 	if tc.tls {
 		cl.TLS.Enabled, cl.TLS.SelfSigned = true, true
+	}
+	if tc.memberEviction > 0 {
+		cl.MemberEvictionTimeout = config.D(tc.memberEviction)
 	}
 	cl.Nodes = nil
 	for j := range tc.dirs {
