@@ -107,7 +107,19 @@ func onlyMember(ctx context.Context, c *client.Client, id uint32, parts uint32) 
 // (read at c) has want members.
 func joinThrough(ctx context.Context, t *testing.T, tc *testCluster, i int, c *client.Client, want int) *client.Client {
 	t.Helper()
-	m := dialNode(t, tc, i, 0)
+	// A member that heartbeats (a silent one is evicted as stale after
+	// consumer_group.session_timeout) and does not reconnect elsewhere.
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{tc.nodes[i].Addr()}
+	cfg.Username, cfg.Password = DefaultRootUsername, DefaultRootPassword
+	cfg.HeartbeatInterval = time.Second
+	cfg.MaxRedirects = 0
+	cfg.Reconnect.Enabled = false
+	m, err := client.Dial(ctx, cfg)
+	if err != nil {
+		t.Fatalf("dialing node %d: %v", i, err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
 	if err := m.JoinConsumerGroup(ctx, wire.NumericID(0), wire.NumericID(0), wire.NumericID(0)); err != nil {
 		t.Fatalf("join through node %d: %v", i, err)
 	}
