@@ -197,3 +197,37 @@ func TestClusterRestartEvictsOwnMembers(t *testing.T) {
 		t.Fatalf("after a join through the restarted node: %+v (%v)", ms, err)
 	}
 }
+
+// TestNodeRestartEvictsOwnMembers: on a single node a join records node 0
+// and the node's incarnation, and the restarted node's groups have none of
+// the previous run's members.
+func TestNodeRestartEvictsOwnMembers(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := dial(t, n)
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 2, Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateConsumerGroup(ctx, wire.NumericID(0), wire.NumericID(0), "g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.JoinConsumerGroup(ctx, wire.NumericID(0), wire.NumericID(0), wire.NumericID(0)); err != nil {
+		t.Fatal(err)
+	}
+	ms := n.Store().View().Stream(0).Topic(0).Group(0).Members
+	if len(ms) != 1 || ms[0].Node != 0 || ms[0].Boot != n.incarnation {
+		t.Fatalf("members %+v, want one of node 0 boot %d", ms, n.incarnation)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := startNode(t, dir)
+	if ms := n2.Store().View().Stream(0).Topic(0).Group(0).Members; len(ms) != 0 {
+		t.Fatalf("the previous run's members are back: %+v", ms)
+	}
+}
