@@ -36,6 +36,10 @@ import (
 // keeps the members of a node that restarted during the timeout but was
 // not seen alive yet when the primary decided.
 //
+// A client that reconnects through another node and joins again is
+// re-stamped with that node (metadata: a repeated join from another node
+// or boot), so the eviction follows where its connection lives now.
+//
 // Members recorded before this scheme (snapshot or prepare body version 1)
 // have an unknown boot and are never removed by node; a single node still
 // disconnects them one by one at boot, as before.

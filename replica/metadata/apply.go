@@ -591,8 +591,18 @@ func (t *txn) joinGroup(m Meta, c JoinConsumerGroup) Result {
 	if m.Client.IsZero() {
 		return fail(wire.CodeInvalidCommand)
 	}
-	if _, ok := old.Member(m.Client); ok {
-		return Result{Topic: oldTopic, Group: old}
+	if mem, ok := old.Member(m.Client); ok {
+		if c.Boot == BootUnknown || (mem.Node == c.Node && mem.Boot == c.Boot) {
+			return Result{Topic: oldTopic, Group: old}
+		}
+		// The client reconnected through another node (or a later boot)
+		// and joined again: its connection lives there now. Re-stamp the
+		// member so node eviction follows it; no rebalance.
+		_, tp := t.topicAt(oldTopic.StreamID, oldTopic.ID)
+		g := t.group(tp, slices.Index(tp.groups, old))
+		i := slices.IndexFunc(g.Members, func(x Member) bool { return x.Client == m.Client })
+		g.Members[i].Node, g.Members[i].Boot = c.Node, c.Boot
+		return Result{Topic: tp, Group: g}
 	}
 	_, tp := t.topicAt(oldTopic.StreamID, oldTopic.ID)
 	g := t.group(tp, slices.Index(tp.groups, old))

@@ -281,3 +281,33 @@ func TestEvictNodeMembers(t *testing.T) {
 		t.Fatalf("evicting a node without members: %+v", r)
 	}
 }
+
+// TestRejoinThroughAnotherNodeRestamps: a member that joins again through
+// another node is re-stamped (no rebalance), so evicting its old node
+// leaves it; a join with an unknown boot (version 1 body) changes nothing.
+func TestRejoinThroughAnotherNodeRestamps(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 2)
+	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
+	join := JoinConsumerGroup{Stream: NumericID(0), Topic: NumericID(0), Group: NumericID(0), Node: 2, Boot: 10}
+	m.client(cl(1), join)
+	gen := m.s.Stream(0).Topic(0).Group(0).Generation
+	join.Node, join.Boot = 0, 20
+	if r := m.client(cl(1), join); r.Code != OK || len(r.Effects) != 0 {
+		t.Fatalf("rejoin: %+v", r)
+	}
+	unknown := join
+	unknown.Node, unknown.Boot = 1, BootUnknown
+	m.client(cl(1), unknown)
+	g := m.s.Stream(0).Topic(0).Group(0)
+	if g.Generation != gen || len(g.Members) != 1 || g.Members[0].Node != 0 || g.Members[0].Boot != 20 {
+		t.Fatalf("after rejoining: generation %d (was %d), members %+v", g.Generation, gen, g.Members)
+	}
+	if r := m.sys(EvictNodeMembers{Node: 2, Before: 100}); len(r.Effects) != 0 {
+		t.Fatal("evicting the old node removed the member that moved")
+	}
+	if r := m.sys(EvictNodeMembers{Node: 0, Before: 21}); len(r.Effects) != 1 {
+		t.Fatal("evicting the new node left the member")
+	}
+}

@@ -108,10 +108,11 @@ type CreateConsumerGroup struct {
 type DeleteConsumerGroup struct{ Stream, Topic, Group Identifier }
 
 // JoinConsumerGroup is JOIN_CONSUMER_GROUP (604); the member is
-// Meta.Client. Joining twice is a no-op. Node and Boot are stamped by the
-// node holding the client's connection (its replica id and incarnation)
-// and recorded in the Member, so EvictNodeMembers can find the members of
-// a node that crashed or restarted.
+// Meta.Client. Node and Boot are stamped by the node holding the client's
+// connection (its replica id and incarnation) and recorded in the Member,
+// so EvictNodeMembers can find the members of a node that crashed or
+// restarted. Joining twice is a no-op, apart from re-stamping Node and
+// Boot when they differ (the client reconnected through another node).
 type JoinConsumerGroup struct {
 	Stream, Topic, Group Identifier
 	Node                 uint8

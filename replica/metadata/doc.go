@@ -69,7 +69,9 @@
 // the topic's partition count re-deals all partitions round-robin in member
 // order (partition p goes to member p mod n) and bumps the group's
 // generation. Every partition then has exactly one owner and owner counts
-// differ by at most one. Joining twice is a no-op (no bump).
+// differ by at most one. Joining twice is a no-op (no bump), except that a
+// join stamped with another node or boot than the member's re-stamps it
+// (the client reconnected elsewhere; still no bump).
 //
 // # Members of a crashed or restarted node
 //
