@@ -110,9 +110,14 @@
 // Each node registers its own system session (client id "iggo:system"
 // with last byte 1 + replica id). On a first boot every node proposes the
 // root user; the first proposal to commit wins, the others are refused
-// with 46 and logged. Consumer-group members are not cleaned up at a
-// cluster node's restart (the metadata does not record which node a member
-// was connected to).
+// with 46 and logged. Every consumer-group join records the node holding
+// the member's connection and that node's incarnation (its start, µs), so
+// the members of a node that went away are found without their
+// connections (evict.go): a node that restarts removes its previous runs'
+// members once its metadata replica is in normal status (a single node
+// during boot), and the metadata primary removes those of a node gossip
+// reports dead or left for cluster.member_eviction_timeout
+// (EvictNodeMembers, package metadata).
 //
 // Roles: the owning shard publishes each group's view, status and primary
 // whenever they change (cluster_view.go: GroupRoles, MetadataPrimary,

@@ -58,6 +58,8 @@ type metaSM struct {
 	sysBusy    bool
 	sysRetry   bool // a refused system request waits for the next tick
 	sysTask    task
+	// bootEvicted: the restart's EvictNodeMembers was queued (evict.go).
+	bootEvicted bool
 
 	// State transfer (transfer.go).
 	served metaServed
@@ -309,6 +311,7 @@ func (m *metaSM) systemDone(t *task) {
 
 // tick retries a system request the replica refused.
 func (m *metaSM) tick() {
+	m.evictOwnMembers()
 	if m.sysRetry {
 		m.sysRetry = false
 		m.pumpSystem()

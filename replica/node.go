@@ -205,6 +205,8 @@ func (n *Node) Store() *metadata.Store { return n.store }
 func (n *Node) Start() error {
 	n.started = time.Now()
 	n.incarnation = uint64(n.started.UnixMicro())
+	// Consumer-group joins record where the member's connection lives.
+	n.admit.Node, n.admit.Boot = uint8(n.opts.ReplicaID), n.incarnation
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
 	n.seed = binary.LittleEndian.Uint64(seed[:])
@@ -296,6 +298,7 @@ func (n *Node) Start() error {
 		}
 	}
 	n.startBackground()
+	n.startMemberEviction()
 	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("path", cfg.Path),
 		zap.String("version", ServerVersion))
 	return nil
@@ -439,12 +442,18 @@ func (n *Node) bootMetadata() error {
 	}
 	m.booting = false
 	// Members of consumer groups were connections of the previous run;
-	// none survived the restart.
+	// none survived the restart (evict.go). Members recorded before joins
+	// carried their node have an unknown boot: on a single node they are
+	// the previous run's too.
+	m.bootEvicted = true
+	m.enqueueSystem(metadata.EvictNodeMembers{Node: uint8(n.opts.ReplicaID), Before: n.incarnation}, nil)
 	for _, st := range n.store.View().Streams() {
 		for _, tp := range st.Topics() {
 			for _, grp := range tp.Groups() {
 				for _, mem := range grp.Members {
-					m.enqueueSystem(metadata.DisconnectClient{Client: mem.Client}, nil)
+					if mem.Boot == metadata.BootUnknown {
+						m.enqueueSystem(metadata.DisconnectClient{Client: mem.Client}, nil)
+					}
 				}
 			}
 		}

@@ -224,6 +224,10 @@ type ClusterConfig struct {
 	RepairGapDebounceInterval          Duration `toml:"repair_gap_debounce_interval"`
 	RepairChunkMax                     int      `toml:"repair_chunk_max"`
 	SuperblockWedgedFatalTimeout       Duration `toml:"superblock_wedged_fatal_timeout"`
+	// MemberEvictionTimeout: how long gossip must report a node dead or
+	// left before the metadata primary removes the consumer-group members
+	// whose connections lived on it.
+	MemberEvictionTimeout Duration `toml:"member_eviction_timeout"`
 
 	Auth        ClusterAuthConfig        `toml:"auth"`
 	TLS         ClusterTLSConfig         `toml:"tls"`

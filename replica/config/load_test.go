@@ -69,6 +69,7 @@ func TestDefaultsLoad(t *testing.T) {
 		{"data_maintenance.messages.interval", cfg.DataMaintenance.Messages.Interval.Duration, time.Minute},
 		{"cluster.enabled", cfg.Cluster.Enabled, false},
 		{"cluster.heartbeat_timeout", cfg.Cluster.HeartbeatTimeout.Duration, 5 * time.Second},
+		{"cluster.member_eviction_timeout", cfg.Cluster.MemberEvictionTimeout.Duration, 30 * time.Second},
 		{"cluster.superblock_wedged_fatal_timeout", cfg.Cluster.SuperblockWedgedFatalTimeout.Duration, 2 * time.Minute},
 		{"cluster.coordinator.skip_shard_zero_for_replicas", cfg.Cluster.Coordinator.SkipShardZeroForReplicas, true},
 		{"cluster.nodes", len(cfg.Cluster.Nodes), 2},
@@ -221,6 +222,7 @@ ports = { tcp = 8090, tcp_replica = 9090 }
 		"IGGY_RUNTIME_GC_PERCENT=-1",
 		"IGGY_CLUSTER_ENABLED=true",
 		"IGGY_CLUSTER_HEARTBEAT_TIMEOUT=10s",
+		"IGGY_CLUSTER_MEMBER_EVICTION_TIMEOUT=45s",
 		"IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE=32 MiB",
 		"IGGY_HTTP_CORS_ALLOWED_ORIGINS=https://a.example, https://b.example",
 		"IGGY_PARTITION_CONSUMER_OFFSETS_MAX=100",
@@ -259,8 +261,9 @@ ports = { tcp = 8090, tcp_replica = 9090 }
 	if cfg.Runtime.GCPercent != -1 {
 		t.Fatalf("runtime.gc_percent from the environment: %d", cfg.Runtime.GCPercent)
 	}
-	if cfg.Cluster.HeartbeatTimeout.Duration != 10*time.Second || cfg.MessageBus.MaxMessageSize != 32*MiB {
-		t.Fatalf("cluster/bus: %v %v", cfg.Cluster.HeartbeatTimeout, cfg.MessageBus.MaxMessageSize)
+	if cfg.Cluster.HeartbeatTimeout.Duration != 10*time.Second || cfg.MessageBus.MaxMessageSize != 32*MiB ||
+		cfg.Cluster.MemberEvictionTimeout.Duration != 45*time.Second {
+		t.Fatalf("cluster/bus: %v %v %v", cfg.Cluster.HeartbeatTimeout, cfg.MessageBus.MaxMessageSize, cfg.Cluster.MemberEvictionTimeout)
 	}
 	if !reflect.DeepEqual(cfg.HTTP.CORS.AllowedOrigins, []string{"https://a.example", "https://b.example"}) {
 		t.Fatalf("origins %q", cfg.HTTP.CORS.AllowedOrigins)
@@ -344,6 +347,7 @@ func TestEnvironmentWarningsAndErrors(t *testing.T) {
 		{"IGGY_SHARDING_INBOX_CAPACITY=lots", []string{"sharding.inbox_capacity", "not an integer"}},
 		{"IGGY_CLUSTER_NODES_0_PORTS_TCP=70000", []string{"cluster.nodes[0].ports.tcp", "uint16"}},
 		{"IGGY_CLUSTER_HEARTBEAT_TIMEOUT=5", []string{"cluster.heartbeat_timeout", "has no unit"}},
+		{"IGGY_CLUSTER_MEMBER_EVICTION_TIMEOUT=30", []string{"cluster.member_eviction_timeout", "has no unit"}},
 		{"IGGY_SHARDING_CPU_ALLOCATION=numa:bogus=1", []string{"sharding.cpu_allocation", "unknown numa parameter"}},
 		{"IGGY_SYSTEM_PATH=/data", []string{"IGGY_SYSTEM_PATH", "use IGGY_PATH"}},
 		{"IGGY_SYSTEM_SHARDING_CPU_ALLOCATION=all", []string{"IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "use IGGY_SHARDING_CPU_ALLOCATION"}},

@@ -523,6 +523,7 @@ func (cfg *Config) validateCluster(c *checker) {
 	c.intRange("cluster.view_probe_attempts_max", cl.ViewProbeAttemptsMax, 1, ViewProbeAttemptsMax)
 	c.positive("cluster.repair_retry_interval", cl.RepairRetryInterval)
 	c.positive("cluster.repair_gap_debounce_interval", cl.RepairGapDebounceInterval)
+	c.positive("cluster.member_eviction_timeout", cl.MemberEvictionTimeout)
 
 	a := cl.Auth
 	if a.Enabled && a.SharedSecret == "" {

@@ -266,6 +266,8 @@ func TestEveryRuleRefuses(t *testing.T) {
 			c.Cluster.CommitBroadcastInterval = D(time.Second)
 		}, "cluster.heartbeat_timeout", "at least 4 x cluster.commit_broadcast_interval"},
 		{"commit broadcast", func(c *Config) { clustered(c); c.Cluster.CommitBroadcastInterval = D(0) }, "cluster.commit_broadcast_interval", "greater than zero"},
+		{"member eviction zero", func(c *Config) { clustered(c); c.Cluster.MemberEvictionTimeout = D(0) }, "cluster.member_eviction_timeout", "greater than zero"},
+		{"member eviction negative", func(c *Config) { clustered(c); c.Cluster.MemberEvictionTimeout = D(-time.Second) }, "cluster.member_eviction_timeout", "greater than zero"},
 		{"prepare retransmit", func(c *Config) { clustered(c); c.Cluster.PrepareRetransmitInterval = D(0) }, "cluster.prepare_retransmit_interval", "greater than zero"},
 		{"vc retransmit", func(c *Config) { clustered(c); c.Cluster.ViewChangeRetransmitInterval = D(0) }, "cluster.view_change_retransmit_interval", "greater than zero"},
 		{"vc status", func(c *Config) { clustered(c); c.Cluster.ViewChangeStatusTimeout = D(0) }, "cluster.view_change_status_timeout", "greater than zero"},

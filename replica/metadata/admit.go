@@ -10,6 +10,11 @@ type AdmitConfig struct {
 	TopicDefaults TopicDefaults
 	// Argon2 are the cost parameters for new password hashes.
 	Argon2 Argon2Params
+	// Node and Boot are stamped into JoinConsumerGroup: the replica id of
+	// the node admitting it (0 on a single node) and the node's
+	// incarnation (its start, µs since the Unix epoch).
+	Node uint8
+	Boot uint64
 }
 
 // DefaultAdmitConfig returns Iggy's defaults.
@@ -34,8 +39,8 @@ type Admitted struct {
 // catalog (4041/4042/1019), partition counts (TooManyPartitions), password
 // bounds (InvalidPassword) and the token cap. It stamps what Apply must not
 // compute itself: password hashes (Argon2id, deliberately slow — keep this
-// off shard 0), the verified current password hash, the token hash and the
-// topic defaults.
+// off shard 0), the verified current password hash, the token hash, the
+// topic defaults and a joining member's node and boot.
 //
 // Conditions that depend on the state at commit time (names taken, objects
 // missing) are left to Apply, which rejects them deterministically.
@@ -131,7 +136,7 @@ func Admit(s *State, userID uint32, req wire.Request, cfg AdmitConfig) (Admitted
 	case *wire.DeleteConsumerGroup:
 		return ok(DeleteConsumerGroup{Stream: r.StreamID, Topic: r.TopicID, Group: r.GroupID}, onTopic(ActionDeleteConsumerGroup, r.StreamID, r.TopicID))
 	case *wire.JoinConsumerGroup:
-		return ok(JoinConsumerGroup{Stream: r.StreamID, Topic: r.TopicID, Group: r.GroupID}, onTopic(ActionJoinConsumerGroup, r.StreamID, r.TopicID))
+		return ok(JoinConsumerGroup{Stream: r.StreamID, Topic: r.TopicID, Group: r.GroupID, Node: cfg.Node, Boot: cfg.Boot}, onTopic(ActionJoinConsumerGroup, r.StreamID, r.TopicID))
 	case *wire.LeaveConsumerGroup:
 		return ok(LeaveConsumerGroup{Stream: r.StreamID, Topic: r.TopicID, Group: r.GroupID}, onTopic(ActionLeaveConsumerGroup, r.StreamID, r.TopicID))
 	case *wire.CreateUser:

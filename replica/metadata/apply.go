@@ -71,6 +71,8 @@ func (t *txn) apply(m Meta, c Command) Result {
 		return t.leaveGroup(m, c)
 	case DisconnectClient:
 		return t.disconnect(c.Client)
+	case EvictNodeMembers:
+		return t.evictNodeMembers(c)
 	case CreateUser:
 		return t.createUser(m, c)
 	case UpdateUser:
@@ -99,7 +101,7 @@ func fail(c wire.Code) Result { return Result{Code: c} }
 // resolve passes through so the handler reports its own not-found code.
 func (t *txn) authorize(m Meta, c Command) wire.Code {
 	switch c.(type) {
-	case Bootstrap, SetLimits, DisconnectClient, DeleteExpiredTokens:
+	case Bootstrap, SetLimits, DisconnectClient, EvictNodeMembers, DeleteExpiredTokens:
 		if m.System {
 			return OK
 		}
@@ -589,12 +591,22 @@ func (t *txn) joinGroup(m Meta, c JoinConsumerGroup) Result {
 	if m.Client.IsZero() {
 		return fail(wire.CodeInvalidCommand)
 	}
-	if _, ok := old.Member(m.Client); ok {
-		return Result{Topic: oldTopic, Group: old}
+	if mem, ok := old.Member(m.Client); ok {
+		if c.Boot == BootUnknown || (mem.Node == c.Node && mem.Boot == c.Boot) {
+			return Result{Topic: oldTopic, Group: old}
+		}
+		// The client reconnected through another node (or a later boot)
+		// and joined again: its connection lives there now. Re-stamp the
+		// member so node eviction follows it; no rebalance.
+		_, tp := t.topicAt(oldTopic.StreamID, oldTopic.ID)
+		g := t.group(tp, slices.Index(tp.groups, old))
+		i := slices.IndexFunc(g.Members, func(x Member) bool { return x.Client == m.Client })
+		g.Members[i].Node, g.Members[i].Boot = c.Node, c.Boot
+		return Result{Topic: tp, Group: g}
 	}
 	_, tp := t.topicAt(oldTopic.StreamID, oldTopic.ID)
 	g := t.group(tp, slices.Index(tp.groups, old))
-	g.Members = append(g.Members, Member{ID: g.NextMemberID, Client: m.Client})
+	g.Members = append(g.Members, Member{ID: g.NextMemberID, Client: m.Client, Node: c.Node, Boot: c.Boot})
 	g.NextMemberID++
 	rebalance(g, tp.PartitionsCount())
 	return Result{Topic: tp, Group: g, Effects: []Effect{{Kind: EffectGroupRebalanced, Stream: tp.StreamID, Topic: tp.ID, Group: g.ID, Generation: g.Generation}}}
@@ -616,22 +628,38 @@ func (t *txn) leaveGroup(m Meta, c LeaveConsumerGroup) Result {
 }
 
 func removeMember(g *ConsumerGroup, client ClientID) {
-	g.Members = slices.DeleteFunc(g.Members, func(m Member) bool { return m.Client == client })
+	removeMembers(g, func(m Member) bool { return m.Client == client })
+}
+
+func removeMembers(g *ConsumerGroup, match func(Member) bool) {
+	g.Members = slices.DeleteFunc(g.Members, match)
 }
 
 func (t *txn) disconnect(client ClientID) Result {
+	return t.removeMembersWhere(func(m Member) bool { return m.Client == client })
+}
+
+// evictNodeMembers removes the members a node's earlier boots registered.
+// BootUnknown is the largest uint64, so Boot < Before never holds for it.
+func (t *txn) evictNodeMembers(c EvictNodeMembers) Result {
+	return t.removeMembersWhere(func(m Member) bool { return m.Node == c.Node && m.Boot < c.Before })
+}
+
+// removeMembersWhere removes the members match selects from every group
+// and rebalances each group that lost one (disconnect, node eviction).
+func (t *txn) removeMembersWhere(match func(Member) bool) Result {
 	var effects []Effect
 	// Iterate the state the command started from: privatizing paths below
 	// replaces records in t.s, never in it.
 	for st := range t.base.streams.all {
 		for tp := range st.topics.all {
 			for i, g := range tp.groups {
-				if _, ok := g.Member(client); !ok {
+				if !slices.ContainsFunc(g.Members, match) {
 					continue
 				}
 				_, ptp := t.topicAt(st.ID, tp.ID)
 				pg := t.group(ptp, i)
-				removeMember(pg, client)
+				removeMembers(pg, match)
 				rebalance(pg, ptp.PartitionsCount())
 				effects = append(effects, Effect{Kind: EffectGroupRebalanced, Stream: st.ID, Topic: tp.ID, Group: pg.ID, Generation: pg.Generation})
 			}

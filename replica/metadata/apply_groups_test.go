@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -186,5 +187,127 @@ func TestJoinNeedsClientID(t *testing.T) {
 	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
 	if r := m.client(ClientID{}, JoinConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Group: NumericID(0)}); r.Code != wire.CodeInvalidCommand {
 		t.Fatalf("zero client id: %v", r.Code)
+	}
+}
+
+// TestJoinRecordsNodeAndBoot: Admit stamps the admitting node's id and
+// boot into the join, and the member keeps them.
+func TestJoinRecordsNodeAndBoot(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 2)
+	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
+	cfg := DefaultAdmitConfig()
+	cfg.Node, cfg.Boot = 2, 1_700_000_000_000_042
+	adm, code := Admit(m.s, RootUserID, &wire.JoinConsumerGroup{StreamID: NamedID("s"), TopicID: NamedID("t"), GroupID: NumericID(0)}, cfg)
+	if code != OK {
+		t.Fatal(code)
+	}
+	join, ok := adm.Command.(JoinConsumerGroup)
+	if !ok || join.Node != 2 || join.Boot != cfg.Boot {
+		t.Fatalf("admitted %+v", adm.Command)
+	}
+	m.client(cl(5), join)
+	mem, ok := m.s.Stream(0).Topic(0).Group(0).Member(cl(5))
+	if !ok || mem.Node != 2 || mem.Boot != cfg.Boot {
+		t.Fatalf("member %+v (%v)", mem, ok)
+	}
+}
+
+// TestEvictNodeMembers: the members an earlier boot of a node registered
+// leave every group, which rebalance over the members that stay; members
+// of the node's current boot, of other nodes and of unknown boot stay.
+func TestEvictNodeMembers(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 4)
+	m.topic("s", "u", 3)
+	s := NamedID("s")
+	for _, topic := range []string{"t", "u"} {
+		m.must(CreateConsumerGroup{Stream: s, Topic: NamedID(topic), Name: "g"})
+	}
+	join := func(c ClientID, topic string, node uint8, boot uint64) {
+		t.Helper()
+		if r := m.client(c, JoinConsumerGroup{Stream: s, Topic: NamedID(topic), Group: NamedID("g"), Node: node, Boot: boot}); r.Code != OK {
+			t.Fatal(r.Code)
+		}
+	}
+	old, fresh, other, unknown := cl(1), cl(2), cl(3), cl(4)
+	join(old, "t", 2, 100)   // node 2, boot before the restart
+	join(other, "t", 0, 100) // node 0
+	join(old, "u", 2, 100)   // node 2's old boot, second group
+	join(fresh, "u", 2, 200) // node 2, boot after the restart
+	join(unknown, "u", 2, BootUnknown)
+	g := func(topic uint32) *ConsumerGroup { return m.s.Stream(0).Topic(topic).Group(0) }
+	genT, genU := g(0).Generation, g(1).Generation
+
+	// Clients cannot issue it.
+	if r := m.client(old, EvictNodeMembers{Node: 2, Before: 200}); r.Code != wire.CodeUnauthorized {
+		t.Fatalf("client-issued eviction: %v", r.Code)
+	}
+	r := m.sys(EvictNodeMembers{Node: 2, Before: 200})
+	if r.Code != OK || len(r.Effects) != 2 {
+		t.Fatalf("result %+v", r)
+	}
+	for i, e := range r.Effects {
+		if e.Kind != EffectGroupRebalanced || e.Topic != uint32(i) || e.Generation != g(uint32(i)).Generation {
+			t.Fatalf("effect %d: %+v", i, e)
+		}
+	}
+	if refs := m.s.Memberships(old); len(refs) != 0 {
+		t.Fatalf("evicted client still in %v", refs)
+	}
+	if g(0).Generation != genT+1 || g(1).Generation != genU+1 {
+		t.Fatal("generations not bumped once")
+	}
+	// Group t: node 0's member owns everything.
+	if len(g(0).Members) != 1 || !slices.Equal(g(0).Members[0].Partitions, []uint32{0, 1, 2, 3}) || g(0).Members[0].Client != other {
+		t.Fatalf("group t %+v", g(0).Members)
+	}
+	// Group u: the current boot's member and the unknown one share it in
+	// join order.
+	if _, ps, _ := g(1).Assignment(fresh); !slices.Equal(ps, []uint32{0, 2}) {
+		t.Fatalf("fresh owns %v", ps)
+	}
+	if _, ps, _ := g(1).Assignment(unknown); !slices.Equal(ps, []uint32{1}) {
+		t.Fatalf("unknown-boot member owns %v", ps)
+	}
+	// Nothing more to evict: no effects, no generation bump.
+	gen := g(1).Generation
+	if r := m.sys(EvictNodeMembers{Node: 2, Before: 200}); r.Code != OK || len(r.Effects) != 0 || g(1).Generation != gen {
+		t.Fatalf("second eviction: %+v", r)
+	}
+	if r := m.sys(EvictNodeMembers{Node: 1, Before: math.MaxUint64}); len(r.Effects) != 0 {
+		t.Fatalf("evicting a node without members: %+v", r)
+	}
+}
+
+// TestRejoinThroughAnotherNodeRestamps: a member that joins again through
+// another node is re-stamped (no rebalance), so evicting its old node
+// leaves it; a join with an unknown boot (version 1 body) changes nothing.
+func TestRejoinThroughAnotherNodeRestamps(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 2)
+	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
+	join := JoinConsumerGroup{Stream: NumericID(0), Topic: NumericID(0), Group: NumericID(0), Node: 2, Boot: 10}
+	m.client(cl(1), join)
+	gen := m.s.Stream(0).Topic(0).Group(0).Generation
+	join.Node, join.Boot = 0, 20
+	if r := m.client(cl(1), join); r.Code != OK || len(r.Effects) != 0 {
+		t.Fatalf("rejoin: %+v", r)
+	}
+	unknown := join
+	unknown.Node, unknown.Boot = 1, BootUnknown
+	m.client(cl(1), unknown)
+	g := m.s.Stream(0).Topic(0).Group(0)
+	if g.Generation != gen || len(g.Members) != 1 || g.Members[0].Node != 0 || g.Members[0].Boot != 20 {
+		t.Fatalf("after rejoining: generation %d (was %d), members %+v", g.Generation, gen, g.Members)
+	}
+	if r := m.sys(EvictNodeMembers{Node: 2, Before: 100}); len(r.Effects) != 0 {
+		t.Fatal("evicting the old node removed the member that moved")
+	}
+	if r := m.sys(EvictNodeMembers{Node: 0, Before: 21}); len(r.Effects) != 1 {
+		t.Fatal("evicting the new node left the member")
 	}
 }

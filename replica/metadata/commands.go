@@ -108,8 +108,16 @@ type CreateConsumerGroup struct {
 type DeleteConsumerGroup struct{ Stream, Topic, Group Identifier }
 
 // JoinConsumerGroup is JOIN_CONSUMER_GROUP (604); the member is
-// Meta.Client. Joining twice is a no-op.
-type JoinConsumerGroup struct{ Stream, Topic, Group Identifier }
+// Meta.Client. Node and Boot are stamped by the node holding the client's
+// connection (its replica id and incarnation) and recorded in the Member,
+// so EvictNodeMembers can find the members of a node that crashed or
+// restarted. Joining twice is a no-op, apart from re-stamping Node and
+// Boot when they differ (the client reconnected through another node).
+type JoinConsumerGroup struct {
+	Stream, Topic, Group Identifier
+	Node                 uint8
+	Boot                 uint64
+}
 
 // LeaveConsumerGroup is LEAVE_CONSUMER_GROUP (605); the member is
 // Meta.Client.
@@ -118,6 +126,18 @@ type LeaveConsumerGroup struct{ Stream, Topic, Group Identifier }
 // DisconnectClient removes Client from every consumer group (logout,
 // socket close, stale-client eviction). System only.
 type DisconnectClient struct{ Client ClientID }
+
+// EvictNodeMembers removes from every consumer group each member with
+// Member.Node == Node and Member.Boot < Before (the members whose
+// connections lived on an earlier boot of that node and died with it),
+// rebalancing as DisconnectClient does. Members with Boot == BootUnknown
+// are never removed by it. System only: a node issues it for itself after
+// a restart (Before = its own incarnation), and the metadata primary for a
+// node gossip reported dead or left for cluster.member_eviction_timeout.
+type EvictNodeMembers struct {
+	Node   uint8
+	Before uint64
+}
 
 // CreateUser is CREATE_USER (33); PasswordHash is computed by the node.
 type CreateUser struct {
@@ -191,6 +211,7 @@ func (DeleteConsumerGroup) isCommand()       {}
 func (JoinConsumerGroup) isCommand()         {}
 func (LeaveConsumerGroup) isCommand()        {}
 func (DisconnectClient) isCommand()          {}
+func (EvictNodeMembers) isCommand()          {}
 func (CreateUser) isCommand()                {}
 func (UpdateUser) isCommand()                {}
 func (DeleteUser) isCommand()                {}

@@ -55,7 +55,10 @@
 //     stale grant cannot apply to the next object created under that id.
 //   - Consumer groups: per topic, monotonic, never reused (offsets are keyed
 //     by group id). Members are keyed by the client id, get a per-group
-//     monotonic member id and keep join order.
+//     monotonic member id and keep join order. Each member also records the
+//     node holding its connection (replica id, 0 on a single node) and that
+//     node's boot (incarnation, µs), stamped into the join by the admitting
+//     node.
 //   - Users: id 0 is root (created by Bootstrap, cannot be deleted, always
 //     all permissions). Other users get monotonic ids, never reused, so a
 //     session bound to a deleted user id cannot turn into a new account.
@@ -66,7 +69,23 @@
 // the topic's partition count re-deals all partitions round-robin in member
 // order (partition p goes to member p mod n) and bumps the group's
 // generation. Every partition then has exactly one owner and owner counts
-// differ by at most one. Joining twice is a no-op (no bump).
+// differ by at most one. Joining twice is a no-op (no bump), except that a
+// join stamped with another node or boot than the member's re-stamps it
+// (the client reconnected elsewhere; still no bump).
+//
+// # Members of a crashed or restarted node
+//
+// A member's connection lives on one node; when that node crashes or
+// restarts nobody sends its DisconnectClient. EvictNodeMembers{Node,
+// Before} removes every member with that Node and Boot < Before and
+// rebalances each group that lost one exactly as DisconnectClient does.
+// A node submits it for itself once its metadata replica is in normal
+// status after boot (Before = its own incarnation), and the metadata
+// primary submits it for a node gossip reported dead or left for
+// cluster.member_eviction_timeout. Members restored from snapshot version
+// 1 or joined by a prepare body of version 1 have Node 0 and Boot =
+// BootUnknown (the largest u64): no Before is above it, so they are never
+// removed by node eviction (only by their own disconnect).
 //
 // # Snapshot format (EncodeSnapshot / DecodeSnapshot)
 //
@@ -75,7 +94,7 @@
 //
 //	offset  size  field
 //	     0     8  magic "IGGOMETA"
-//	     8     4  format version u32 = 1
+//	     8     4  format version u32 = 2 (1 is still decoded, below)
 //	    12     4  reserved, zero
 //	    16     8  payload length P u64
 //	    24     P  payload (below)
@@ -122,6 +141,7 @@
 //	      u32  next member id
 //	      u32  member count, then per member in member order:
 //	           u32 id, u64 client id low, u64 client id high,
+//	           u8 node (replica id), u64 boot (node incarnation µs),
 //	           u32 count + count × u32 owned partition ids (ascending)
 //	u32   user count, then per user in ascending id:
 //	  u32    id
@@ -149,13 +169,19 @@
 // members, root present iff bootstrapped, no trailing bytes). Name and
 // token indexes are rebuilt, not stored.
 //
+// Version 1 is the same layout without the member's node and boot (a
+// member is u32 id, u64 client low, u64 client high, then its partitions);
+// its members decode with node 0 and boot BootUnknown. EncodeSnapshot
+// always writes version 2.
+//
 // # Prepare body format (EncodeOp / DecodeOp)
 //
 //	offset  size  field
-//	     0     1  version = 1
+//	     0     1  version = 2 (1 is still decoded, below)
 //	     1     1  operation: Iggy's operation byte (128..149 except 138) for
 //	              client commands; 96 Bootstrap, 97 SetLimits,
-//	              98 DisconnectClient, 99 DeleteExpiredTokens
+//	              98 DisconnectClient, 99 DeleteExpiredTokens,
+//	              100 EvictNodeMembers
 //	     2     1  flags: bit 0 = system command; other bits zero
 //	     3     1  reserved, zero
 //	     4     4  acting user id u32
@@ -175,8 +201,15 @@
 // new hash, and its body has empty passwords. CreatePersonalAccessToken
 // carries the 32-byte token hash. Bootstrap carries str8 root username,
 // str16 root password hash and the six u32 limits; SetLimits the limits;
-// DisconnectClient the 16-byte client id. Other operations have no stamp.
-// Plaintext passwords and raw tokens never enter a prepare.
+// DisconnectClient the 16-byte client id. JoinConsumerGroup carries u8
+// node (the admitting node's replica id) and u64 boot (its incarnation,
+// µs). EvictNodeMembers carries u8 node and u64 before. Other operations
+// have no stamp. Plaintext passwords and raw tokens never enter a prepare.
+//
+// Version 1 bodies (written before members recorded their node) decode
+// the same way except that JoinConsumerGroup has no stamp (node 0, boot
+// BootUnknown) and EvictNodeMembers does not exist. EncodeOp always
+// writes version 2.
 //
 // # Topic options
 //

@@ -166,13 +166,17 @@ func genStep(c chooser, s *State, op, ts uint64) step {
 		case 4:
 			cmd = DeleteConsumerGroup{Stream: sid, Topic: tid, Group: gid}
 		case 5, 6, 7:
-			cmd = JoinConsumerGroup{Stream: sid, Topic: tid, Group: gid}
+			cmd = JoinConsumerGroup{Stream: sid, Topic: tid, Group: gid, Node: uint8(c.intn(3)), Boot: uint64(1 + c.intn(4))}
 		default:
 			cmd = LeaveConsumerGroup{Stream: sid, Topic: tid, Group: gid}
 		}
 	case 21:
 		m.System = true
-		cmd = DisconnectClient{Client: wire.Uint128{Lo: uint64(1 + c.intn(5))}}
+		if c.intn(4) == 0 {
+			cmd = EvictNodeMembers{Node: uint8(c.intn(3)), Before: uint64(1 + c.intn(5))}
+		} else {
+			cmd = DisconnectClient{Client: wire.Uint128{Lo: uint64(1 + c.intn(5))}}
+		}
 	case 22:
 		cmd = CreateUser{Username: fmt.Sprintf("user%d", c.intn(5)), PasswordHash: "h", Status: pick(c, UserActive, UserInactive), Permissions: genPermissions(c)}
 	case 23:

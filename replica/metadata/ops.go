@@ -15,11 +15,16 @@ const (
 	OpSetLimits           wire.Operation = 97
 	OpDisconnectClient    wire.Operation = 98
 	OpDeleteExpiredTokens wire.Operation = 99
+	OpEvictNodeMembers    wire.Operation = 100
 )
 
 // Prepare body envelope; the layout is documented in doc.go.
 const (
-	opVersion      = 1
+	// opVersion is what EncodeOp writes. Version 1 (before consumer-group
+	// members recorded their node) is still decoded: its JoinConsumerGroup
+	// has no stamp and decodes with Boot = BootUnknown.
+	opVersion      = 2
+	opVersionV1    = 1
 	opHeaderSize   = 34
 	flagSystem     = 1
 	defaultsSize   = 48
@@ -84,6 +89,8 @@ func OperationOf(c Command) wire.Operation {
 		return OpDisconnectClient
 	case DeleteExpiredTokens:
 		return OpDeleteExpiredTokens
+	case EvictNodeMembers:
+		return OpEvictNodeMembers
 	}
 	panic(fmt.Sprintf("metadata: OperationOf got unknown command %T", c))
 }
@@ -133,6 +140,8 @@ func EncodeOp(m Meta, c Command) ([]byte, error) {
 	case DeleteConsumerGroup:
 		req = &wire.DeleteConsumerGroup{StreamID: c.Stream, TopicID: c.Topic, GroupID: c.Group}
 	case JoinConsumerGroup:
+		b = append(b, c.Node)
+		b = binary.LittleEndian.AppendUint64(b, c.Boot)
 		req = &wire.JoinConsumerGroup{StreamID: c.Stream, TopicID: c.Topic, GroupID: c.Group}
 	case LeaveConsumerGroup:
 		req = &wire.LeaveConsumerGroup{StreamID: c.Stream, TopicID: c.Topic, GroupID: c.Group}
@@ -170,6 +179,9 @@ func EncodeOp(m Meta, c Command) ([]byte, error) {
 	case DisconnectClient:
 		b = binary.LittleEndian.AppendUint64(b, c.Client.Lo)
 		b = binary.LittleEndian.AppendUint64(b, c.Client.Hi)
+	case EvictNodeMembers:
+		b = append(b, c.Node)
+		b = binary.LittleEndian.AppendUint64(b, c.Before)
 	case DeleteExpiredTokens:
 	default:
 		panic(fmt.Sprintf("metadata: EncodeOp got unknown command %T", c))
@@ -228,7 +240,7 @@ func DecodeOp(b []byte) (Meta, Command, error) {
 	if len(b) < opHeaderSize {
 		return Meta{}, nil, fmt.Errorf("%w: %d bytes, envelope needs %d", ErrOp, len(b), opHeaderSize)
 	}
-	if b[0] != opVersion || b[2]&^flagSystem != 0 || b[3] != 0 {
+	if (b[0] != opVersion && b[0] != opVersionV1) || b[2]&^flagSystem != 0 || b[3] != 0 {
 		return Meta{}, nil, fmt.Errorf("%w: version %d, flags %#x, reserved %#x", ErrOp, b[0], b[2], b[3])
 	}
 	m := Meta{
@@ -244,7 +256,7 @@ func DecodeOp(b []byte) (Meta, Command, error) {
 	st := stampReader{b: b[opHeaderSize : opHeaderSize+n]}
 	body := b[opHeaderSize+n:]
 	op := wire.Operation(b[1])
-	c, err := decodeCommand(op, &st, body)
+	c, err := decodeCommand(b[0], op, &st, body)
 	if err != nil {
 		return Meta{}, nil, err
 	}
@@ -257,7 +269,7 @@ func DecodeOp(b []byte) (Meta, Command, error) {
 	return m, c, nil
 }
 
-func decodeCommand(op wire.Operation, st *stampReader, body []byte) (Command, error) {
+func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte) (Command, error) {
 	internal := func(c Command) (Command, error) {
 		if len(body) != 0 {
 			return nil, fmt.Errorf("%w: operation %d carries %d body bytes", ErrOp, op, len(body))
@@ -275,6 +287,11 @@ func decodeCommand(op wire.Operation, st *stampReader, body []byte) (Command, er
 		return internal(DisconnectClient{Client: wire.Uint128{Lo: st.u64(), Hi: st.u64()}})
 	case OpDeleteExpiredTokens:
 		return internal(DeleteExpiredTokens{})
+	case OpEvictNodeMembers:
+		if version == opVersionV1 {
+			return nil, fmt.Errorf("%w: operation %d in a version %d body", ErrOp, op, version)
+		}
+		return internal(EvictNodeMembers{Node: st.u8(), Before: st.u64()})
 	}
 	code, ok := wire.CommandForOperation(op)
 	if !ok || op == wire.OpDeleteSegments || !op.IsMetadata() {
@@ -310,7 +327,11 @@ func decodeCommand(op wire.Operation, st *stampReader, body []byte) (Command, er
 	case *wire.DeleteConsumerGroup:
 		return DeleteConsumerGroup{Stream: r.StreamID, Topic: r.TopicID, Group: r.GroupID}, nil
 	case *wire.JoinConsumerGroup:
-		return JoinConsumerGroup{Stream: r.StreamID, Topic: r.TopicID, Group: r.GroupID}, nil
+		c := JoinConsumerGroup{Stream: r.StreamID, Topic: r.TopicID, Group: r.GroupID, Boot: BootUnknown}
+		if version != opVersionV1 {
+			c.Node, c.Boot = st.u8(), st.u64()
+		}
+		return c, nil
 	case *wire.LeaveConsumerGroup:
 		return LeaveConsumerGroup{Stream: r.StreamID, Topic: r.TopicID, Group: r.GroupID}, nil
 	case *wire.CreateUser:

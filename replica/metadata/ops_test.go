@@ -78,11 +78,11 @@ func TestOpRejects(t *testing.T) {
 	good, _ := EncodeOp(Meta{UserID: 3}, CreateStream{Name: "s"})
 	tests := map[string][]byte{
 		"short":                 good[:10],
-		"version":               append([]byte{2}, good[1:]...),
+		"version":               append([]byte{3}, good[1:]...),
 		"flags":                 append(append([]byte{}, good[:2]...), append([]byte{4}, good[3:]...)...),
-		"unknown operation":     append([]byte{1, 200}, good[2:]...),
-		"delete segments":       append([]byte{1, byte(wire.OpDeleteSegments)}, good[2:]...),
-		"send messages":         append([]byte{1, byte(wire.OpSendMessages)}, good[2:]...),
+		"unknown operation":     append([]byte{opVersion, 200}, good[2:]...),
+		"delete segments":       append([]byte{opVersion, byte(wire.OpDeleteSegments)}, good[2:]...),
+		"send messages":         append([]byte{opVersion, byte(wire.OpSendMessages)}, good[2:]...),
 		"stamp overrun":         append(append(bytes.Clone(good[:32]), 0xff, 0xff), good[34:]...),
 		"truncated body":        good[:len(good)-1],
 		"trailing body":         append(bytes.Clone(good), 0),
@@ -91,11 +91,46 @@ func TestOpRejects(t *testing.T) {
 		"stamp on create":       append(append(bytes.Clone(good[:32]), 1, 0, 9), good[34:]...),
 		"bad defaults boolean":  corruptDefaults(t),
 		"create topic no stamp": append(append(bytes.Clone(good[:1]), byte(wire.OpCreateTopic)), good[2:]...),
+		"short evict":           mustEncode(t, Meta{}, EvictNodeMembers{Node: 1, Before: 2})[:opHeaderSize+5],
+		"evict in version 1":    append([]byte{opVersionV1}, mustEncode(t, Meta{}, EvictNodeMembers{Node: 1, Before: 2})[1:]...),
+		"join in version 1 with a stamp": append([]byte{opVersionV1},
+			mustEncode(t, Meta{}, JoinConsumerGroup{Stream: wire.NumericID(0), Topic: wire.NumericID(0), Group: wire.NumericID(0), Node: 1, Boot: 2})[1:]...),
 	}
 	for name, b := range tests {
 		if _, _, err := DecodeOp(b); !errors.Is(err, ErrOp) {
 			t.Errorf("%s: accepted (%v)", name, err)
 		}
+	}
+}
+
+// TestOpJoinStamp: the join carries the admitting node's id and boot; a
+// version 1 body (written before members recorded them) decodes with the
+// boot unknown, which node eviction never removes.
+func TestOpJoinStamp(t *testing.T) {
+	join := JoinConsumerGroup{Stream: wire.NumericID(0), Topic: wire.NumericID(1), Group: wire.NumericID(2), Node: 2, Boot: 1_700_000_000_123_456}
+	b := mustEncode(t, Meta{Client: cl(9)}, join)
+	if b[0] != opVersion {
+		t.Fatalf("version %d", b[0])
+	}
+	if _, c, err := DecodeOp(b); err != nil || c != join {
+		t.Fatalf("decoded %+v (%v), want %+v", c, err, join)
+	}
+	// Version 1: the same body without the 9-byte stamp.
+	old := append([]byte{opVersionV1}, b[1:32]...)
+	old = append(old, 0, 0)
+	old = append(old, b[opHeaderSize+9:]...)
+	_, c, err := DecodeOp(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := join
+	want.Node, want.Boot = 0, BootUnknown
+	if c != want {
+		t.Fatalf("version 1 join decoded %+v, want %+v", c, want)
+	}
+	ev := EvictNodeMembers{Node: 2, Before: 77}
+	if _, c, err := DecodeOp(mustEncode(t, Meta{System: true}, ev)); err != nil || c != ev {
+		t.Fatalf("evict decoded %+v (%v)", c, err)
 	}
 }
 

@@ -12,8 +12,11 @@ import (
 
 // Snapshot file framing; the byte layout is documented in doc.go.
 const (
-	snapshotMagic       = "IGGOMETA"
-	SnapshotVersion     = uint32(1)
+	snapshotMagic   = "IGGOMETA"
+	SnapshotVersion = uint32(2)
+	// snapshotVersionV1 is still decoded: its members carry no node and
+	// boot (they decode with Node 0, Boot BootUnknown).
+	snapshotVersionV1   = uint32(1)
 	snapshotHeaderSize  = 24
 	snapshotTrailerSize = 8
 )
@@ -23,10 +26,14 @@ var ErrSnapshot = errors.New("metadata snapshot")
 
 // EncodeSnapshot serializes s deterministically: equal states give equal
 // bytes on every replica.
-func EncodeSnapshot(s *State) []byte {
-	w := &writer{buf: make([]byte, snapshotHeaderSize, 4096)}
+func EncodeSnapshot(s *State) []byte { return encodeSnapshot(s, SnapshotVersion) }
+
+// encodeSnapshot writes version (SnapshotVersion, or snapshotVersionV1
+// for the tests of the previous format: members lose Node and Boot).
+func encodeSnapshot(s *State, version uint32) []byte {
+	w := &writer{buf: make([]byte, snapshotHeaderSize, 4096), v1: version == snapshotVersionV1}
 	copy(w.buf, snapshotMagic)
-	binary.LittleEndian.PutUint32(w.buf[8:], SnapshotVersion)
+	binary.LittleEndian.PutUint32(w.buf[8:], version)
 	w.u64(s.lastApplied)
 	w.u64(s.revision)
 	w.boolean(s.bootstrapped)
@@ -68,7 +75,10 @@ func EncodeSnapshot(s *State) []byte {
 	return binary.LittleEndian.AppendUint64(w.buf, xxh3.Hash(w.buf))
 }
 
-type writer struct{ buf []byte }
+type writer struct {
+	buf []byte
+	v1  bool
+}
 
 func (w *writer) u8(v uint8)   { w.buf = append(w.buf, v) }
 func (w *writer) u16(v uint16) { w.buf = binary.LittleEndian.AppendUint16(w.buf, v) }
@@ -130,6 +140,10 @@ func (w *writer) topic(t *Topic) {
 			w.u32(m.ID)
 			w.u64(m.Client.Lo)
 			w.u64(m.Client.Hi)
+			if !w.v1 {
+				w.u8(m.Node)
+				w.u64(m.Boot)
+			}
 			w.u32(uint32(len(m.Partitions)))
 			for _, p := range m.Partitions {
 				w.u32(p)
@@ -177,7 +191,8 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	if string(b[:8]) != snapshotMagic {
 		return nil, fmt.Errorf("%w: bad magic", ErrSnapshot)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != SnapshotVersion {
+	v := binary.LittleEndian.Uint32(b[8:])
+	if v != SnapshotVersion && v != snapshotVersionV1 {
 		return nil, fmt.Errorf("%w: unsupported version %d", ErrSnapshot, v)
 	}
 	if binary.LittleEndian.Uint32(b[12:]) != 0 {
@@ -191,16 +206,19 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	if sum := binary.LittleEndian.Uint64(b[end:]); sum != xxh3.Hash(b[:end]) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
 	}
-	return decodePayload(b[snapshotHeaderSize:end])
+	return decodePayload(b[snapshotHeaderSize:end], v)
 }
 
-// DecodeSnapshotPayload decodes the payload without the framing (fuzzing
-// reaches the decoder past the checksum through it).
-func DecodeSnapshotPayload(p []byte) (*State, error) { return decodePayload(p) }
+// DecodeSnapshotPayload decodes a current-version payload without the
+// framing (fuzzing reaches the decoder past the checksum through it).
+func DecodeSnapshotPayload(p []byte) (*State, error) { return decodePayload(p, SnapshotVersion) }
 
 type reader struct {
 	b   []byte
 	err error
+	// v1: the payload is snapshot version 1 (members without node and
+	// boot).
+	v1 bool
 }
 
 func (r *reader) fail(format string, args ...any) {
@@ -307,8 +325,8 @@ func (r *reader) options() wire.Options {
 	return out
 }
 
-func decodePayload(p []byte) (*State, error) {
-	r := &reader{b: p}
+func decodePayload(p []byte, version uint32) (*State, error) {
+	r := &reader{b: p, v1: version == snapshotVersionV1}
 	s := NewState()
 	s.lastApplied = r.u64()
 	s.revision = r.u64()
@@ -501,14 +519,21 @@ func (r *reader) group(partitions uint32) *ConsumerGroup {
 	g.Name = r.name("consumer group")
 	g.Generation = r.u64()
 	g.NextMemberID = r.u32()
-	n := r.count(24)
+	memberSize := 33
+	if r.v1 {
+		memberSize = 24
+	}
+	n := r.count(memberSize)
 	if r.err != nil {
 		return nil
 	}
 	owned := 0
 	g.Members = make([]Member, 0, n)
 	for range n {
-		m := Member{ID: r.u32(), Client: ClientID{Lo: r.u64(), Hi: r.u64()}}
+		m := Member{ID: r.u32(), Client: ClientID{Lo: r.u64(), Hi: r.u64()}, Boot: BootUnknown}
+		if !r.v1 {
+			m.Node, m.Boot = r.u8(), r.u64()
+		}
 		pn := r.count(4)
 		if r.err != nil {
 			return nil

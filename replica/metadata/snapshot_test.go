@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/iggo/iggo/wire"
@@ -183,4 +185,71 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			s.Apply(st.meta, st.cmd)
 		}
 	})
+}
+
+// TestSnapshotMemberNodeAndBoot: members keep the node and boot their
+// join was stamped with across a snapshot.
+func TestSnapshotMemberNodeAndBoot(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 3)
+	m.must(CreateConsumerGroup{Stream: NumericID(0), Topic: NumericID(0), Name: "g"})
+	m.client(cl(1), JoinConsumerGroup{Stream: NumericID(0), Topic: NumericID(0), Group: NumericID(0), Node: 2, Boot: 500})
+	m.client(cl(2), JoinConsumerGroup{Stream: NumericID(0), Topic: NumericID(0), Group: NumericID(0), Node: 0, Boot: 900})
+	r, err := DecodeSnapshot(EncodeSnapshot(m.s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := r.Stream(0).Topic(0).Group(0)
+	if a, b := g.Members[0], g.Members[1]; a.Node != 2 || a.Boot != 500 || b.Node != 0 || b.Boot != 900 {
+		t.Fatalf("members %+v", g.Members)
+	}
+}
+
+// TestSnapshotDecodesVersion1: a snapshot written before members recorded
+// their node decodes; its members have an unknown boot, node eviction
+// leaves them, and the state re-encodes in the current version.
+func TestSnapshotDecodesVersion1(t *testing.T) {
+	members := 0
+	for seed := range uint64(10) {
+		s := richState(t, seed, 400)
+		old := encodeSnapshot(s, snapshotVersionV1)
+		if v := binary.LittleEndian.Uint32(old[8:]); v != 1 {
+			t.Fatalf("version %d", v)
+		}
+		r, err := DecodeSnapshot(old)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		checkInvariants(t, r)
+		for _, st := range r.Streams() {
+			for _, tp := range st.Topics() {
+				for _, g := range tp.Groups() {
+					for i, mem := range g.Members {
+						members++
+						if mem.Node != 0 || mem.Boot != BootUnknown {
+							t.Fatalf("seed %d: version 1 member %+v", seed, mem)
+						}
+						orig := s.Stream(st.ID).Topic(tp.ID).Group(g.ID).Members[i]
+						if orig.ID != mem.ID || orig.Client != mem.Client || !slices.Equal(orig.Partitions, mem.Partitions) {
+							t.Fatalf("seed %d: member %+v, was %+v", seed, mem, orig)
+						}
+					}
+				}
+			}
+		}
+		cur := EncodeSnapshot(r)
+		if binary.LittleEndian.Uint32(cur[8:]) != SnapshotVersion || bytes.Equal(cur, old) {
+			t.Fatal("a restored version 1 state re-encodes in version 1")
+		}
+		for node := range uint8(3) {
+			_, res := r.Apply(Meta{Op: r.LastApplied() + 1, System: true}, EvictNodeMembers{Node: node, Before: math.MaxUint64})
+			if res.Code != OK || len(res.Effects) != 0 {
+				t.Fatalf("seed %d: evicting node %d removed version 1 members (%v, %d effects)", seed, node, res.Code, len(res.Effects))
+			}
+		}
+	}
+	if members == 0 {
+		t.Fatal("the generated states have no members")
+	}
 }

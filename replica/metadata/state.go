@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"math"
 	"slices"
 	"strings"
 
@@ -169,10 +170,23 @@ type ConsumerGroup struct {
 
 // Member is one consumer-group member, keyed by its client id.
 type Member struct {
-	ID         uint32
-	Client     ClientID
+	ID     uint32
+	Client ClientID
+	// Node is the replica id of the node holding the member's connection
+	// (0 on a single node) and Boot that node's incarnation (its start,
+	// µs since the Unix epoch) when the member joined. EvictNodeMembers
+	// removes the members of a node's earlier boots. Members restored from
+	// a format that did not record them have Boot == BootUnknown and are
+	// never evicted by node.
+	Node       uint8
+	Boot       uint64
 	Partitions []uint32 // ascending
 }
+
+// BootUnknown is the Boot of a member whose node boot was not recorded
+// (joined under snapshot version 1 or prepare body version 1): no
+// EvictNodeMembers.Before is above it.
+const BootUnknown = math.MaxUint64
 
 // User is one user account. Exported fields are read-only.
 type User struct {
