@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -286,6 +288,7 @@ type Gossip struct {
 	members  map[string]*entry
 
 	eventsDropped, refused, rejoins atomic.Uint64
+	closed                          atomic.Bool // Close or Kill began
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -360,7 +363,16 @@ func Start(cfg Config) (*Gossip, error) {
 	mc.Events = (*events)(g)
 	mc.Alive = (*alive)(g)
 	mc.Ping = (*pings)(g)
-	mc.Logger, _ = zap.NewStdLogAt(g.log.Named("memberlist"), zap.DebugLevel)
+	// memberlist's timers may still log for a moment after Shutdown
+	// returns; nothing is written once Close or Kill began (a test's logger
+	// panics when written to after its test ended).
+	mlLog := g.log.Named("memberlist")
+	mc.Logger = log.New(writerFunc(func(p []byte) (int, error) {
+		if !g.closed.Load() {
+			mlLog.Debug(strings.TrimRight(string(p), "\n"))
+		}
+		return len(p), nil
+	}), "", 0)
 	mc.LogOutput = nil
 	if len(cfg.Secret) > 0 {
 		primary := GossipKey(cfg.Secret, cfg.ClusterName)
@@ -508,6 +520,7 @@ func (g *Gossip) Close(timeout time.Duration) error {
 	g.once.Do(func() {
 		close(g.stop)
 		g.wg.Wait()
+		defer g.closed.Store(true) // Leave and Shutdown may still log
 		g.mu.Lock()
 		g.cfg.UpdateTimeout = timeout
 		g.mu.Unlock()
@@ -530,6 +543,7 @@ func (g *Gossip) Kill() error {
 	g.once.Do(func() {
 		close(g.stop)
 		g.wg.Wait()
+		g.closed.Store(true)
 		err = g.ml.Shutdown()
 		g.closeEvents()
 	})
@@ -644,6 +658,10 @@ func (g *Gossip) observe(n *memberlist.Node, kind EventKind) {
 	}
 	g.emit(Event{Kind: kind, Member: e.m})
 }
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // The memberlist callbacks, as distinct types so Gossip's own method set
 // stays the public API.
