@@ -225,5 +225,7 @@
 // page holding the first of them, without waiting. The sync a checkpoint's
 // DiscardPrefix issues then finds little left to write. Hints promise
 // nothing about durability and their errors are ignored (a write error
-// resurfaces at the next sync).
+// resurfaces at the next sync). With PartitionOptions.StartSyncBytes a hint
+// also starts a background fdatasync (vfs.StartSync) every that many bytes,
+// so that sync finds the device's write cache mostly flushed too.
 package journal

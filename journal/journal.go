@@ -105,6 +105,12 @@ type PartitionOptions struct {
 	// replicated topic) keeps the dirty data a later sync must write small.
 	// No durability meaning.
 	WritebackBytes int64
+	// StartSyncBytes, when positive, makes a writeback hint also start a
+	// background fdatasync of the file (vfs.StartSync) once that many
+	// bytes were hinted since the previous one, so the sync a checkpoint
+	// issues finds the device's cache mostly flushed. No durability
+	// meaning either.
+	StartSyncBytes int64
 	// BeforeCut: as MetadataOptions.BeforeCut.
 	BeforeCut func(*Torn) error
 }
@@ -127,9 +133,10 @@ type Journal struct {
 	// recycle bounds pool: retired partition files kept for reuse, by
 	// ascending maxOp.
 	recycle int
-	// writeback is PartitionOptions.WritebackBytes.
-	writeback int64
-	pool      []pooled
+	// writeback is PartitionOptions.WritebackBytes, startSync
+	// PartitionOptions.StartSyncBytes.
+	writeback, startSync int64
+	pool                 []pooled
 	// recycled counts rotations that reused a pooled file, created those
 	// that created a fresh one (statistics for tests and benchmarks).
 	recycled, created uint64
@@ -170,8 +177,9 @@ type jfile struct {
 	writes uint64 // bumped by each write
 	clean  uint64 // writes as of the last completed sync
 	// hinted is the offset below which data was handed to a sync or a
-	// writeback hint (WritebackBytes).
-	hinted int64
+	// writeback hint (WritebackBytes); syncStarted the one below which it
+	// was handed to a sync or a background fdatasync (StartSyncBytes).
+	hinted, syncStarted int64
 }
 
 // stamp is what records written into f carry in their file field: the
@@ -243,7 +251,8 @@ func OpenMetadata(fsys vfs.FS, dir string, opts MetadataOptions) (*Journal, *Rec
 func OpenPartition(fsys vfs.FS, dir string, opts PartitionOptions) (*Journal, *Recovery, error) {
 	j := &Journal{fs: fsys, dir: dir, kind: kindPartition,
 		budget: opts.Budget, fileSize: opts.FileSize, maxEntry: opts.MaxEntry,
-		beforeCut: opts.BeforeCut, recycle: opts.RecycleFiles, writeback: opts.WritebackBytes}
+		beforeCut: opts.BeforeCut, recycle: opts.RecycleFiles, writeback: opts.WritebackBytes,
+		startSync: opts.StartSyncBytes}
 	at := opts.CheckpointAt
 	if j.budget == 0 {
 		j.budget = DefaultBudget
@@ -538,6 +547,10 @@ func (j *Journal) hint(f *jfile, end int64) {
 	from := f.hinted &^ 4095
 	_ = f.f.Writeback(from, end-from)
 	f.hinted = end
+	if j.startSync > 0 && end-f.syncStarted >= j.startSync {
+		vfs.StartSync(f.f)
+		f.syncStarted = end
+	}
 }
 
 // newFile starts a partition file whose first record is op (or, for the
@@ -669,6 +682,7 @@ func (j *Journal) SyncTo(b *vfs.Batch) SyncTicket {
 	for _, f := range j.files {
 		if f.writes != f.clean {
 			f.hinted = max(f.hinted, f.size)
+			f.syncStarted = max(f.syncStarted, f.size)
 			b.Datasync(f.f)
 			t.files = append(t.files, f)
 			t.writes = append(t.writes, f.writes)

@@ -314,7 +314,7 @@ func (j *Journal) openFiles() error {
 			j.closeFiles()
 			return err
 		}
-		jf := &jfile{name: name, path: path, f: f, size: size, hinted: size} // what a crash left is not hinted again
+		jf := &jfile{name: name, path: path, f: f, size: size, hinted: size, syncStarted: size} // what a crash left is not hinted again
 		if op, ok := parsePartitionFileName(name); ok {
 			jf.first = op
 		}

@@ -361,7 +361,8 @@ func (n *Node) partitionJournalOptions(c vsr.Config) journal.PartitionOptions {
 	// journal uses stays within its budget; it just is not given back after
 	// a checkpoint.
 	return journal.PartitionOptions{Budget: budget, MaxEntry: int(entry),
-		WritebackBytes: int64(n.cfg.Partition.WALWritebackBytes.Bytes())}
+		WritebackBytes: int64(n.cfg.Partition.WALWritebackBytes.Bytes()),
+		StartSyncBytes: int64(n.cfg.Partition.BackgroundSyncBytes.Bytes())}
 }
 
 func (n *Node) metadataVSRConfig() vsr.Config {

@@ -199,6 +199,7 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
 	// then found while peers can still refill the partition, not by a
 	// read that would fail for good.
 	scfg.VerifyAllOnOpen = sh.n.replicaCount > 1
+	scfg.StartSyncBytes = int64(sh.n.cfg.Partition.BackgroundSyncBytes.Bytes())
 	p.segCfg = scfg
 	seg, rep, err := segment.Open(sh.fs, dir, scfg)
 	if err != nil {

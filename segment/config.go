@@ -63,6 +63,11 @@ type Config struct {
 	// IndexSummaryStride is how many index entries of a sealed segment share
 	// one in-memory summary entry; 1 keeps sealed indexes wholly in memory.
 	IndexSummaryStride int
+	// StartSyncBytes, when positive, makes StageWriteback also start a
+	// background fdatasync of the active segment (vfs.Batch.StartSync)
+	// once that many bytes were hinted since the previous one. Like the
+	// hints it makes nothing durable as far as the log knows.
+	StartSyncBytes int64
 }
 
 // DefaultConfig returns Iggy's defaults for the given partition.

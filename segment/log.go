@@ -50,8 +50,10 @@ type segment struct {
 	syncedEntries int    // .index entries known durable
 
 	// hinted is the end of the .log range handed to writeback hints
-	// (StageWriteback); it says nothing about durability.
-	hinted int64
+	// (StageWriteback); it says nothing about durability. syncStarted is
+	// hinted as of the last background fdatasync started
+	// (Config.StartSyncBytes).
+	hinted, syncStarted int64
 }
 
 // entryCount is the number of index entries of the segment.
@@ -647,6 +649,10 @@ func (l *Log) StageWriteback(b *vfs.Batch) int64 {
 	}
 	b.Writeback(s.logF, from, to-from)
 	s.hinted = to
+	if n := l.cfg.StartSyncBytes; n > 0 && to-max(s.syncStarted, s.syncedSize) >= n {
+		b.StartSync(s.logF)
+		s.syncStarted = to
+	}
 	return to - from
 }
 

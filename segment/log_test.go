@@ -560,3 +560,56 @@ func TestClosedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStageWritebackStartsSyncs: with StartSyncBytes, a writeback hint also
+// queues a background fdatasync of the active segment once that many bytes
+// were hinted since the previous one or since a sync; the sync plan and
+// durability are untouched.
+func TestStageWritebackStartsSyncs(t *testing.T) {
+	dir := t.TempDir()
+	fsys := vfs.NewFault(3)
+	if err := vfs.MkdirAllSync(fsys, dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(1 << 20)
+	cfg.StartSyncBytes = 16 << 10
+	l, _ := mustOpen(t, fsys, dir, cfg)
+	defer l.Close()
+	syncs := func(b *vfs.Batch) (n int) {
+		for _, h := range b.Hints() {
+			if h.Sync {
+				n++
+			}
+		}
+		return n
+	}
+	var b vfs.Batch
+	total := 0
+	for i := 0; i < 10; i++ { // ~9 KiB a round: hints every round, a sync every second
+		appendN(t, l, 8, 1000, uint64(1+8*i))
+		l.StageWriteback(&b)
+		total += syncs(&b)
+		if err := fsys.Submit(&b); err != nil {
+			t.Fatal(err)
+		}
+		b.Reset()
+	}
+	if total != 5 {
+		t.Fatalf("%d background syncs over ~90 KiB hinted with StartSyncBytes 16 KiB, want 5", total)
+	}
+	if st := fsys.Writebacks(segPath(dir, 0, logExt)); st.SyncStarts != total {
+		t.Fatalf("fault fs saw %d background syncs, the batches held %d", st.SyncStarts, total)
+	}
+	if l.DurableNextOffset() != 0 {
+		t.Fatalf("a background sync made offsets up to %d durable", l.DurableNextOffset())
+	}
+	// After a sync the count starts again from the synced size.
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 8, 1000, 200)
+	l.StageWriteback(&b)
+	if n := syncs(&b); n != 0 {
+		t.Fatalf("%d background syncs for ~9 KiB after a sync", n)
+	}
+}

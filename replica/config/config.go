@@ -361,6 +361,7 @@ type PartitionConfig struct {
 	TransferArtifactBytesMax    ByteSize `toml:"transfer_artifact_bytes_max"`
 	SegmentWritebackBytes       ByteSize `toml:"segment_writeback_bytes"`
 	WALWritebackBytes           ByteSize `toml:"wal_writeback_bytes"`
+	BackgroundSyncBytes         ByteSize `toml:"background_sync_bytes"`
 }
 
 type MessageBusConfig struct {

@@ -68,6 +68,7 @@ const (
 	EvictedRingBytesMax      = 256 * MiB
 	TransferBytesMax         = 64 * GiB
 	SegmentWritebackMin      = 64 * KiB
+	BackgroundSyncMin        = 1 * MiB
 	SegmentWritebackMax      = 1 * GiB
 	DedupClientsMax          = 65536
 	ConsumerOffsetsMax       = 262144
@@ -452,6 +453,9 @@ func (cfg *Config) validateMetadataPartition(c *checker) {
 	}
 	if w := p.WALWritebackBytes; w != 0 && (w < SegmentWritebackMin || w > SegmentWritebackMax) {
 		c.fail("partition.wal_writeback_bytes", "must be 0 (no writeback hints) or between 64 KiB and 1 GiB, got %s", w)
+	}
+	if w := p.BackgroundSyncBytes; w != 0 && (w < BackgroundSyncMin || w > SegmentWritebackMax) {
+		c.fail("partition.background_sync_bytes", "must be 0 (no background syncs) or between 1 MiB and 1 GiB, got %s", w)
 	}
 	if w := p.SegmentWritebackBytes; w != 0 && (w < SegmentWritebackMin || w > SegmentWritebackMax) {
 		c.fail("partition.segment_writeback_bytes", "must be 0 (no writeback hints) or between 64 KiB and 1 GiB, got %s", w)

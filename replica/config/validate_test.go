@@ -233,6 +233,8 @@ func TestEveryRuleRefuses(t *testing.T) {
 		{"writeback too small", func(c *Config) { c.Partition.SegmentWritebackBytes = 4 * KiB }, "partition.segment_writeback_bytes", "between 64 KiB and 1 GiB"},
 		{"writeback too large", func(c *Config) { c.Partition.SegmentWritebackBytes = 2 * GiB }, "partition.segment_writeback_bytes", "between 64 KiB and 1 GiB"},
 		{"wal writeback too small", func(c *Config) { c.Partition.WALWritebackBytes = 4 * KiB }, "partition.wal_writeback_bytes", "between 64 KiB and 1 GiB"},
+		{"background sync too small", func(c *Config) { c.Partition.BackgroundSyncBytes = 512 * KiB }, "partition.background_sync_bytes", "between 1 MiB and 1 GiB"},
+		{"background sync too large", func(c *Config) { c.Partition.BackgroundSyncBytes = 2 * GiB }, "partition.background_sync_bytes", "between 1 MiB and 1 GiB"},
 
 		// message bus
 		{"bus batch", func(c *Config) { c.MessageBus.MaxBatch = 513 }, "message_bus.max_batch", "between 1 and 512"},

@@ -374,8 +374,16 @@ var conformanceCases = []confCase{
 		}
 		// Only a hint in the batch: still submitted, still no error.
 		b.Writeback(f, 0, int64(len(got)))
+		b.StartSync(f)
 		must(t, fsys.Submit(&b))
+		// A background sync changes nothing either, batched or not, and
+		// is harmless on a closed file.
+		StartSync(f)
+		if got2 := readAll(t, f); !bytes.Equal(got2, got) {
+			t.Fatal("contents changed around a background sync")
+		}
 		must(t, f.Close())
+		StartSync(f)
 		if err := f.Writeback(0, 1); err == nil {
 			t.Fatal("Writeback on a closed file succeeded")
 		}

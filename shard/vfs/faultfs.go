@@ -73,6 +73,8 @@ type WritebackStats struct {
 	Bytes int64
 	// End is the highest offset any hint reached.
 	End int64
+	// SyncStarts counts StartSync calls (background fdatasyncs).
+	SyncStarts int
 }
 
 type fnode struct {
@@ -971,6 +973,24 @@ func (ff *faultFile) Writeback(off, n int64) error {
 	st.End = max(st.End, off+n)
 	ff.fs.hints[ff.path] = st
 	return nil
+}
+
+// StartSync records the hint (see Writebacks) and changes nothing else: a
+// background fdatasync nobody waited for makes nothing durable that the
+// model could count on (conservatively, a crash treats the file's unsynced
+// writes as before).
+func (ff *faultFile) StartSync() {
+	ff.fs.mu.Lock()
+	defer ff.fs.mu.Unlock()
+	if ff.closed || ff.fs.crashed || ff.fs.halted {
+		return
+	}
+	if ff.fs.hints == nil {
+		ff.fs.hints = map[string]WritebackStats{}
+	}
+	st := ff.fs.hints[ff.path]
+	st.SyncStarts++
+	ff.fs.hints[ff.path] = st
 }
 
 // Writebacks reports the writeback hints name has received (in this image;

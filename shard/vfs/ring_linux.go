@@ -90,8 +90,9 @@ func (r *Ring) reapAsync() {
 }
 
 // fire submits ops and returns without waiting for them. Only operations
-// that touch no caller memory (sync_file_range) may be fired: the kernel
-// may run them after fire returns. Their outcomes are discarded. The
+// that touch no caller memory (sync_file_range, fdatasync) may be fired:
+// the kernel may run them after fire returns (it holds its own reference
+// to the file from the submission on, so a close meanwhile is harmless). Their outcomes are discarded. The
 // caller holds r.mu.
 func (r *Ring) fire(ops []*ringOp) {
 	if r.closed || r.broken != nil || len(ops) == 0 {
@@ -500,7 +501,11 @@ func (r *Ring) Submit(b *Batch) error {
 	for _, h := range b.hints {
 		rf, ok := h.File.(*ringFile)
 		if !ok || rf.r != r || rf.closed || h.Off < 0 {
-			_ = h.File.Writeback(h.Off, h.Len)
+			runHints([]BatchHint{h})
+			continue
+		}
+		if h.Sync {
+			hops = append(hops, &ringOp{kind: opFsync, fd: rf.fd, flags: giouring.FsyncDatasync})
 			continue
 		}
 		hops = append(hops, rangeOps(rf.fd, h.Off, h.Len)...)
@@ -664,6 +669,18 @@ func (rf *ringFile) Writeback(off, n int64) error {
 		}
 	}
 	return nil
+}
+
+// StartSync fires an fdatasync on the ring without waiting for it
+// (vfs.StartSync); it is left out, like a writeback hint, when too many
+// fired operations are outstanding.
+func (rf *ringFile) StartSync() {
+	if rf.closed {
+		return
+	}
+	rf.r.mu.Lock()
+	rf.r.fire([]*ringOp{{kind: opFsync, fd: rf.fd, flags: giouring.FsyncDatasync}})
+	rf.r.mu.Unlock()
 }
 
 func (rf *ringFile) Truncate(size int64) error {

@@ -152,3 +152,39 @@ func TestRingHintsNotWaitedFor(t *testing.T) {
 		t.Fatalf("last page read back wrong: %v", err)
 	}
 }
+
+// TestRingStartSyncNotWaitedFor: background fdatasyncs (Batch.StartSync,
+// StartSync) are fired like hints: bounded by maxAsync, reaped by later
+// runs, and the ring keeps working through many of them.
+func TestRingStartSyncNotWaitedFor(t *testing.T) {
+	r, err := NewRing(8) // maxAsync 2
+	must(t, err)
+	defer r.Close()
+	f, err := r.OpenFile(filepath.Join(t.TempDir(), "wal"), O_RDWR|O_CREATE, 0o644)
+	must(t, err)
+	defer f.Close()
+	page := bytes.Repeat([]byte{9}, 4096)
+	for round := 0; round < 40; round++ {
+		var b Batch
+		b.WriteAt(f, page, int64(round)*4096)
+		b.StartSync(f)
+		b.StartSync(f)
+		b.StartSync(f)
+		must(t, r.Submit(&b))
+		StartSync(f)
+		r.mu.Lock()
+		async := r.async
+		r.mu.Unlock()
+		if async < 0 || async > r.maxAsync() {
+			t.Fatalf("round %d: %d fired operations outstanding, bound %d", round, async, r.maxAsync())
+		}
+	}
+	if r.HintsDropped() == 0 {
+		t.Fatal("4 background syncs per round against a bound of 2 dropped none")
+	}
+	must(t, f.Datasync())
+	got := make([]byte, 4096)
+	if _, err := f.ReadAt(got, 39*4096); err != nil || !bytes.Equal(got, page) {
+		t.Fatalf("last page read back wrong: %v", err)
+	}
+}
