@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/vsr"
@@ -24,19 +25,27 @@ import (
 // replica (node 0, a backup there, deletes nothing on its own), and every
 // node serves the same first offset. Retention evaluated per node (the
 // behaviour before) leaves node 0's segments different from the others'.
-func TestClusterRetention(t *testing.T) {
+// retentionCluster starts 3 nodes whose cleaner runs every 100 ms where
+// cleaner(node) says so, and creates stream "s" through node 0.
+func retentionCluster(t *testing.T, ctx context.Context, cleaner func(node int) bool) (*testCluster, *client.Client) {
+	t.Helper()
 	tc := newTestCluster(t, 3)
 	tc.tune = func(i int, cfg *config.Config) {
-		cfg.DataMaintenance.Messages.CleanerEnabled = i == 0
+		cfg.DataMaintenance.Messages.CleanerEnabled = cleaner(i)
 		cfg.DataMaintenance.Messages.Interval = config.D(100 * time.Millisecond)
 	}
 	tc.startAll()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	c := tc.dial(0)
 	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
 		t.Fatal(err)
 	}
+	return tc, c
+}
+
+func TestClusterRetention(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tc, c := retentionCluster(t, ctx, func(node int) bool { return node == 0 })
 
 	const (
 		expTopic, sizeTopic = uint32(0), uint32(1)
@@ -208,18 +217,9 @@ func TestClusterRetention(t *testing.T) {
 // have; without it their latest checkpoint lists the deleted segment on
 // every peer alike and the transfer waits for ops that never come.
 func TestClusterRetentionTransfer(t *testing.T) {
-	tc := newTestCluster(t, 3)
-	tc.tune = func(i int, cfg *config.Config) {
-		cfg.DataMaintenance.Messages.CleanerEnabled = true
-		cfg.DataMaintenance.Messages.Interval = config.D(100 * time.Millisecond)
-	}
-	tc.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := tc.dial(0)
-	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
-		t.Fatal(err)
-	}
+	tc, c := retentionCluster(t, ctx, func(int) bool { return true })
 	opts := wire.Options{}.With("segment_size", wire.Uint64Value(1<<20)).
 		With("message_expiry", wire.Uint64Value(uint64(2*time.Second/time.Microsecond)))
 	if _, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 1, Name: "t", Options: opts}); err != nil {

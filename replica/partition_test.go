@@ -343,24 +343,31 @@ func FuzzPurgeGen(f *testing.F) {
 // active segment as it appends (followAppend), across a segment roll, so
 // a checkpoint's segment list reads nothing back; the sums it produces are
 // those of the files.
-func TestSegmentChecksumFollowsAppends(t *testing.T) {
-	fsys := vfs.NewFault(5)
+// clusterPartition opens partition id of a single-replica group on a fault
+// filesystem, switches the shard to cluster mode for the storage side (the
+// group itself stays its own primary) and sends 20-message batches until
+// the partition has segments segments (1 MiB each).
+func clusterPartition(t *testing.T, seed uint64, d metadata.Durability, id uint32, segments int) (*vfs.Fault, *shardLoop, *partition) {
+	t.Helper()
+	fsys := vfs.NewFault(seed)
 	sh := testShard(t, fsys)
-	spec := partitionSpec{stream: 1, topic: 2, id: 3, revision: 7, config: topicConfig(metadata.DurabilityPersisted)}
-	p, err := sh.openPartition(spec)
+	p, err := sh.openPartition(partitionSpec{stream: 1, topic: 2, id: id, revision: 7, config: topicConfig(d)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The group stays single-replica; only the storage side acts as in a
-	// cluster from here.
 	sh.n.replicaCount = 3
 	var seq uint64
-	for len(p.seg.Segments()) < 3 { // 1 MiB segments: two rolls
+	for len(p.seg.Segments()) < segments {
 		if _, ok := send(t, sh, p, testBatch(t, seq, 20, 1000)); !ok {
 			t.Fatal("send refused")
 		}
 		seq += 20
 	}
+	return fsys, sh, p
+}
+
+func TestSegmentChecksumFollowsAppends(t *testing.T) {
+	fsys, _, p := clusterPartition(t, 5, metadata.DurabilityPersisted, 3, 3) // two rolls
 	segs := p.seg.Segments()
 	last := segs[len(segs)-1]
 	if p.segHash == nil || p.segHash.start != last.StartOffset || p.segHash.hashed != last.Size {
@@ -438,23 +445,7 @@ func TestPartitionStagingCarriesOver(t *testing.T) {
 // deletes nothing more), a keep_from inside a segment keeps that segment,
 // and the active segment never goes, even when every message expired.
 func TestPartitionRetentionOp(t *testing.T) {
-	fsys := vfs.NewFault(9)
-	sh := testShard(t, fsys)
-	spec := partitionSpec{stream: 1, topic: 2, id: 0, revision: 7, config: topicConfig(metadata.DurabilityReplicated)}
-	p, err := sh.openPartition(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The group stays single-replica (its own primary); the partition
-	// takes the cluster path from here.
-	sh.n.replicaCount = 3
-	var seq uint64
-	for len(p.seg.Segments()) < 5 { // 1 MiB segments: four sealed
-		if _, ok := send(t, sh, p, testBatch(t, seq, 20, 1000)); !ok {
-			t.Fatal("send refused")
-		}
-		seq += 20
-	}
+	_, sh, p := clusterPartition(t, 9, metadata.DurabilityReplicated, 0, 5) // four sealed
 	segs := p.seg.Segments()
 	starts := func() []uint64 {
 		var out []uint64
@@ -537,6 +528,7 @@ func TestPartitionRetentionOp(t *testing.T) {
 	if code := submit(math.MaxUint64); code != 0 || len(starts()) != 1 {
 		t.Fatalf("keep_from past the end: code %d, segments %v", code, starts())
 	}
+	seq := p.next
 	if next, ok := send(t, sh, p, testBatch(t, seq, 1, 10)); !ok || next != seq {
 		t.Fatalf("send after retention: offset %d ok %v, want %d", next, ok, seq)
 	}

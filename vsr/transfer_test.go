@@ -318,47 +318,33 @@ func TestTransferCarriesStagedPrefixOver(t *testing.T) {
 // counts on from there.
 func TestCheckpointAfter(t *testing.T) {
 	c, load := checkpointingGroup(t)
-	load(20)
-	c.Run(50)
-	checkpoints := func() []uint64 {
-		var out []uint64
+	// step submits n ops, lets them settle and checks every replica's
+	// checkpoint.
+	step := func(n int, what string, want ...uint64) {
+		t.Helper()
+		load(n)
+		c.Run(50)
+		var got []uint64
 		for _, n := range c.Nodes {
-			out = append(out, n.R.Info().Checkpoint)
+			got = append(got, n.R.Info().Checkpoint)
 		}
-		return out
+		if !slices.Equal(got, want) {
+			t.Fatalf("checkpoints %v %s, want %v", got, what, want)
+		}
 	}
-	if got := checkpoints(); !slices.Equal(got, []uint64{16, 16, 16}) {
-		t.Fatalf("checkpoints %v after 20 ops, want 16 everywhere", got)
-	}
+	step(20, "after 20 ops", 16, 16, 16)
 	for _, n := range c.Nodes {
 		n.R.CheckpointAfter(22)
 	}
-	load(1)
-	c.Run(50)
-	if got := checkpoints(); !slices.Equal(got, []uint64{16, 16, 16}) {
-		t.Fatalf("checkpoints %v at op 21, want 16 everywhere", got)
-	}
-	load(1)
-	c.Run(50)
-	if got := checkpoints(); !slices.Equal(got, []uint64{22, 22, 22}) {
-		t.Fatalf("checkpoints %v at op 22, want 22 everywhere", got)
-	}
+	step(1, "at op 21", 16, 16, 16)
+	step(1, "at op 22", 22, 22, 22)
 	// Asked for an op already applied: at once.
-	load(3)
-	c.Run(50)
+	step(3, "at op 25", 22, 22, 22)
 	c.Nodes[0].R.CheckpointAfter(24)
 	c.Run(50)
 	if got := c.Nodes[0].R.Info().Checkpoint; got != 25 {
 		t.Fatalf("checkpoint %d after CheckpointAfter(24) at op 25, want 25", got)
 	}
-	load(15)
-	c.Run(50)
-	if got := checkpoints(); !slices.Equal(got, []uint64{25, 38, 38}) {
-		t.Fatalf("checkpoints %v at op 40, want [25 38 38]", got)
-	}
-	load(1)
-	c.Run(50)
-	if got := checkpoints(); !slices.Equal(got, []uint64{41, 38, 38}) {
-		t.Fatalf("checkpoints %v at op 41, want [41 38 38]", got)
-	}
+	step(15, "at op 40", 25, 38, 38)
+	step(1, "at op 41", 41, 38, 38)
 }

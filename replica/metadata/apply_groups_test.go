@@ -181,10 +181,7 @@ func TestDisconnectLeavesAllGroups(t *testing.T) {
 }
 
 func TestJoinNeedsClientID(t *testing.T) {
-	m := newMachine(t)
-	m.stream("s")
-	m.topic("s", "t", 1)
-	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
+	m := groupMachine(t, 1)
 	if r := m.client(ClientID{}, JoinConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Group: NumericID(0)}); r.Code != wire.CodeInvalidCommand {
 		t.Fatalf("zero client id: %v", r.Code)
 	}
@@ -193,10 +190,7 @@ func TestJoinNeedsClientID(t *testing.T) {
 // TestJoinRecordsNodeAndBoot: Admit stamps the admitting node's id and
 // boot into the join, and the member keeps them.
 func TestJoinRecordsNodeAndBoot(t *testing.T) {
-	m := newMachine(t)
-	m.stream("s")
-	m.topic("s", "t", 2)
-	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
+	m := groupMachine(t, 2)
 	cfg := DefaultAdmitConfig()
 	cfg.Node, cfg.Boot = 2, 1_700_000_000_000_042
 	adm, code := Admit(m.s, RootUserID, &wire.JoinConsumerGroup{StreamID: NamedID("s"), TopicID: NamedID("t"), GroupID: NumericID(0)}, cfg)
@@ -286,10 +280,7 @@ func TestEvictNodeMembers(t *testing.T) {
 // another node is re-stamped (no rebalance), so evicting its old node
 // leaves it; a join with an unknown boot (version 1 body) changes nothing.
 func TestRejoinThroughAnotherNodeRestamps(t *testing.T) {
-	m := newMachine(t)
-	m.stream("s")
-	m.topic("s", "t", 2)
-	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
+	m := groupMachine(t, 2)
 	join := JoinConsumerGroup{Stream: NumericID(0), Topic: NumericID(0), Group: NumericID(0), Node: 2, Boot: 10}
 	m.client(cl(1), join)
 	gen := m.s.Stream(0).Topic(0).Group(0).Generation

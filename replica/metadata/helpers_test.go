@@ -133,3 +133,13 @@ func kv(k string, kind wire.HeaderKind, v []byte) wire.HeaderEntry {
 func streamPerms(streams ...wire.StreamPermissions) *Permissions {
 	return &Permissions{Streams: streams}
 }
+
+// groupMachine is a machine with stream "s", topic "t" of partitions
+// partitions and consumer group "g" on it.
+func groupMachine(t fataler, partitions uint32) *machine {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", partitions)
+	m.must(CreateConsumerGroup{Stream: NamedID("s"), Topic: NamedID("t"), Name: "g"})
+	return m
+}

@@ -106,13 +106,33 @@ func TestRingClosed(t *testing.T) {
 // at most maxAsync outstanding (the rest counted as dropped); their
 // completions are reaped by later runs, so the ring keeps working however
 // many hints went through it, and Close with hints outstanding is clean.
+// smallRing returns a ring of 8 entries (maxAsync 2) and a file on it,
+// both closed when the test ends.
+func smallRing(t *testing.T, name string) (*Ring, File) {
+	t.Helper()
+	r, err := NewRing(8)
+	must(t, err)
+	t.Cleanup(func() { r.Close() })
+	f, err := r.OpenFile(filepath.Join(t.TempDir(), name), O_RDWR|O_CREATE, 0o644)
+	must(t, err)
+	t.Cleanup(func() { f.Close() })
+	return r, f
+}
+
+// checkAsyncBound fails the test if more fired operations are outstanding
+// than the ring allows.
+func checkAsyncBound(t *testing.T, r *Ring, round int) {
+	t.Helper()
+	r.mu.Lock()
+	async := r.async
+	r.mu.Unlock()
+	if async < 0 || async > r.maxAsync() {
+		t.Fatalf("round %d: %d fired operations outstanding, bound %d", round, async, r.maxAsync())
+	}
+}
+
 func TestRingHintsNotWaitedFor(t *testing.T) {
-	r, err := NewRing(8) // maxAsync 2
-	must(t, err)
-	defer r.Close()
-	f, err := r.OpenFile(filepath.Join(t.TempDir(), "seg"), O_RDWR|O_CREATE, 0o644)
-	must(t, err)
-	defer f.Close()
+	r, f := smallRing(t, "seg")
 	page := bytes.Repeat([]byte{7}, 4096)
 	for round := 0; round < 50; round++ {
 		var b Batch
@@ -125,12 +145,7 @@ func TestRingHintsNotWaitedFor(t *testing.T) {
 			b.Datasync(f)
 		}
 		must(t, r.Submit(&b))
-		r.mu.Lock()
-		async := r.async
-		r.mu.Unlock()
-		if async < 0 || async > r.maxAsync() {
-			t.Fatalf("round %d: %d fired operations outstanding, bound %d", round, async, r.maxAsync())
-		}
+		checkAsyncBound(t, r, round)
 	}
 	if r.HintsDropped() == 0 {
 		t.Fatal("5 hints per batch against a bound of 2 dropped none")
@@ -157,12 +172,7 @@ func TestRingHintsNotWaitedFor(t *testing.T) {
 // StartSync) are fired like hints: bounded by maxAsync, reaped by later
 // runs, and the ring keeps working through many of them.
 func TestRingStartSyncNotWaitedFor(t *testing.T) {
-	r, err := NewRing(8) // maxAsync 2
-	must(t, err)
-	defer r.Close()
-	f, err := r.OpenFile(filepath.Join(t.TempDir(), "wal"), O_RDWR|O_CREATE, 0o644)
-	must(t, err)
-	defer f.Close()
+	r, f := smallRing(t, "wal")
 	page := bytes.Repeat([]byte{9}, 4096)
 	for round := 0; round < 40; round++ {
 		var b Batch
@@ -172,12 +182,7 @@ func TestRingStartSyncNotWaitedFor(t *testing.T) {
 		b.StartSync(f)
 		must(t, r.Submit(&b))
 		StartSync(f)
-		r.mu.Lock()
-		async := r.async
-		r.mu.Unlock()
-		if async < 0 || async > r.maxAsync() {
-			t.Fatalf("round %d: %d fired operations outstanding, bound %d", round, async, r.maxAsync())
-		}
+		checkAsyncBound(t, r, round)
 	}
 	if r.HintsDropped() == 0 {
 		t.Fatal("4 background syncs per round against a bound of 2 dropped none")
