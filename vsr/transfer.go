@@ -84,6 +84,9 @@ func (r *Replica) CheckpointDone(op uint64, m Manifest, err error) {
 		// A CheckpointAfter that came while this checkpoint was in flight.
 		r.maybeCheckpoint()
 	}
+	if r.xfer != nil {
+		r.maybeInstall() // a transfer that waited for this checkpoint
+	}
 	r.pump()
 }
 
@@ -466,7 +469,12 @@ func (r *Replica) maybeInstall() {
 		return
 	}
 	if r.ckptBusy {
-		return // a local checkpoint is being written; install after it settles
+		// A local checkpoint is being written; install after it settles
+		// (CheckpointDone, or the retry timer if that checkpoint fails:
+		// nothing else would come back here, and the transfer would hold
+		// journal repair off for good; sim seed 503862).
+		r.t.transfer.start(r, r.tk.repair)
+		return
 	}
 	if x.manifest.Op <= r.commitMin {
 		r.abortTransfer() // overtaken by journal repair: nothing to install

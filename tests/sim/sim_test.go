@@ -133,6 +133,7 @@ var regressionSeeds = []struct {
 	{4002830, "a state transfer install whose checkpoint lay inside the journal truncated the journal to the checkpoint and re-appended the tail above it, dropping (for a crash to keep dropped) ops the replica had acknowledged in its durable log_view; the install now keeps that tail and only discards the prefix"},
 	{4208942, "as 4002830: a state transfer install inside the journal truncated acknowledged ops above the checkpoint (campaign after the fix: passes)"},
 	{4269188, "as 4002830, with the acknowledged tail starting several ops above the checkpoint"},
+	{503862, "a transfer whose install waited for a local checkpoint in flight had no timer running and nothing brought it back, so it held journal repair off for good (liveness)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
