@@ -1129,17 +1129,11 @@ func (p *partition) retentionKeep(t *metadata.Topic, now uint64) (keep uint64, e
 // idempotent and never touches the active segment.
 func (p *partition) deleteSealedThrough(keep uint64) (int, error) {
 	p.flushSegments()
-	segs := p.seg.Segments()
-	n := 0
-	for _, si := range segs {
-		if !si.Sealed || si.NextOffset > keep {
-			break
-		}
-		n++
-	}
+	n := p.seg.SealedPrefixThrough(keep)
 	if n == 0 {
 		return 0, nil
 	}
+	segs := p.seg.Segments()
 	k, err := p.seg.DeleteOldestSegments(n)
 	for _, si := range segs[:k] {
 		// The transfer caches of the other segments stay valid.

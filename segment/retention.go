@@ -94,6 +94,17 @@ func (l *Log) OversizePrefix(maxBytes uint64) int {
 	return k
 }
 
+// SealedPrefixThrough is how many leading sealed segments end at or below
+// keep (every offset they hold is below keep). A replicated delete names
+// keep; every replica deletes that prefix, and again-applied it is empty.
+func (l *Log) SealedPrefixThrough(keep uint64) int {
+	k, sealed := 0, l.sealedCount()
+	for k < sealed && l.segs[k].next <= keep {
+		k++
+	}
+	return k
+}
+
 // deletePrefix deletes the first k segments, all sealed.
 func (l *Log) deletePrefix(k int) (int, error) {
 	if k == 0 {

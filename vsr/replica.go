@@ -349,7 +349,7 @@ func (r *Replica) CatchUpDetail() string {
 			op = x.manifest.Op
 		}
 		return fmt.Sprintf("transfer from %d of checkpoint %d: artifact %d at %d, attempt %d, writes %d, installing %v, retry in %d ticks",
-			x.peer, op, x.index, x.offset, x.attempts, x.writes, x.installing, r.t.transfer.left)
+			x.peer, op, x.index, x.stagedAt(), x.attempts, x.writes, x.installing, r.t.transfer.left)
 	}
 	if r.status != statusNormal {
 		return fmt.Sprintf("%s: probes %d, rejoining %v (views heard %v), svc view %d, primary ready %v",

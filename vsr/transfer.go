@@ -152,8 +152,7 @@ type transferState struct {
 	nonce    uint64
 	attempts int
 	manifest *Manifest
-	index    int    // artifact being fetched
-	offset   uint64 // bytes of it staged (have[id].size)
+	index    int // artifact being fetched
 	// have is what the node has staged so far, by artifact id. It outlives
 	// a manifest: when the peer moves on to a newer checkpoint mid-transfer
 	// (it checkpoints every CheckpointInterval ops, so under load it does
@@ -197,6 +196,17 @@ func (x *transferState) carryOver(man *Manifest) {
 		}
 	}
 	x.sessions = nil
+}
+
+// stagedAt is how much of the artifact being fetched is staged.
+func (x *transferState) stagedAt() uint64 {
+	if x.manifest == nil || x.index >= len(x.manifest.Artifacts) {
+		return 0
+	}
+	if st := x.have[x.manifest.Artifacts[x.index].ID]; st != nil {
+		return st.size
+	}
+	return 0
 }
 
 // staged returns the staged prefix of artifact id, creating an empty one.
@@ -309,7 +319,7 @@ func (r *Replica) onManifest(from int, msg Message) {
 		man.Artifacts = append(man.Artifacts, a)
 	}
 	x.manifest = man
-	x.index, x.offset = 0, 0
+	x.index = 0
 	x.carryOver(man)
 	x.attempts = 0
 	r.t.transfer.stop() // progress: the next retry waits the base interval again
@@ -349,12 +359,12 @@ func (r *Replica) requestChunk() {
 		return
 	}
 	a := x.manifest.Artifacts[x.index]
-	x.offset = x.have[a.ID].size
-	length := min(uint64(r.cfg.TransferChunkBytes), a.Size-x.offset)
+	off := x.have[a.ID].size
+	length := min(uint64(r.cfg.TransferChunkBytes), a.Size-off)
 	h := r.newHeader(CmdRequestChunk)
 	h.put64(offNonce, x.nonce)
 	h.put64(offRangeLo, x.manifest.Op)
-	h.put64(offRangeHi, x.offset)
+	h.put64(offRangeHi, off)
 	h.put32(offCountU32, a.ID)
 	h.put32(offChunkLen, uint32(length))
 	r.send(x.peer, r.finish(h, nil))
@@ -441,7 +451,6 @@ func (r *Replica) onChunk(from int, msg Message) {
 	r.out.ArtifactWrites = append(r.out.ArtifactWrites, ArtifactWrite{Token: r.tokens,
 		Checkpoint: x.manifest.Op, Artifact: a.ID, Offset: st.size, Data: msg.Body})
 	st.size += uint64(len(msg.Body))
-	x.offset = st.size
 	x.attempts = 0
 	r.t.transfer.stop() // progress: the next retry waits the base interval again
 	r.requestChunk()
