@@ -40,6 +40,9 @@ type conn struct {
 	addr  string
 	log   *zap.Logger
 	r     *bufio.Reader
+	// transport is what GET_CLIENT(S) report (wire.TransportTCP, ...) and
+	// the label of the request metrics.
+	transport uint8
 
 	rbuf []byte
 	wbuf []byte
@@ -59,7 +62,7 @@ type conn struct {
 }
 
 func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
-	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String()}
+	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: wire.TransportTCP}
 	c.id = n.clients.nextID()
 	c.log = n.log.With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
 	c.t.done = make(chan struct{}, 1)
@@ -104,7 +107,10 @@ func (c *conn) serve() {
 		if cap(frame) > cap(c.rbuf) {
 			c.rbuf = frame[:wire.HeaderSize]
 		}
-		if !c.handle(frame) {
+		start := time.Now()
+		ok := c.handle(frame)
+		c.n.metrics.ObserveRequest(c.transport, frame, time.Since(start))
+		if !ok {
 			return
 		}
 		if cap(c.rbuf) > frameBufferKeep {
@@ -349,10 +355,17 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	if u == nil {
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
+	return c.register(h, u.ID, bound, client)
+}
+
+// register binds this connection to a new session of an authenticated user
+// (the Register operation of the metadata group) and answers the login;
+// bound and client describe the session the connection held before.
+func (c *conn) register(h *wire.RequestHeader, uid uint32, bound bool, client wire.Uint128) bool {
 	body5 := []byte{registerUser, 0, 0, 0, 0}
-	binary.LittleEndian.PutUint32(body5[1:], u.ID)
+	binary.LittleEndian.PutUint32(body5[1:], uid)
 	c.t.kind = tkMeta
-	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: u.ID, Body: body5}
+	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: uid, Body: body5}
 	if !c.run(0) {
 		return false
 	}
@@ -377,10 +390,10 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 		c.leaveGroupsOf(client)
 	}
 	c.mu.Lock()
-	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, u.ID
+	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, uid
 	c.mu.Unlock()
 	c.member.Store(false)
-	return c.loginReply(h, u.ID, c.t.op)
+	return c.loginReply(h, uid, c.t.op)
 }
 
 func (c *conn) loginReply(h *wire.RequestHeader, uid uint32, session uint64) bool {

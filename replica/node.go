@@ -21,7 +21,9 @@ import (
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/gossip"
+	"github.com/iggo/iggo/replica/httpapi"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
@@ -64,6 +66,9 @@ type Options struct {
 	// first and write the ports into the roster).
 	ClientListener  net.Listener
 	ReplicaListener net.Listener
+	// HTTPListener, when set, is adopted instead of binding http.address
+	// (with http.enabled).
+	HTTPListener net.Listener
 }
 
 // Transport is the replica plane seen from the consensus groups: every
@@ -100,6 +105,12 @@ type Node struct {
 	freshTarget uint64
 	// installs counts checkpoints installed by state transfer.
 	installs atomic.Uint64
+	// metrics are the Prometheus instruments (package metrics); the HTTP
+	// API serves them.
+	metrics *metrics.Metrics
+	// http is the HTTP API server on shard 0 (nil when http.enabled is
+	// false).
+	http *httpapi.Server
 
 	store     *metadata.Store
 	rt        *shard.Runtime[*task]
@@ -117,10 +128,11 @@ type Node struct {
 	pollBufferMax int
 	admit         metadata.AdmitConfig
 
-	ln      net.Listener
-	handoff *shard.RoundRobin
-	bound   string
-	started time.Time
+	ln        net.Listener
+	handoff   *shard.RoundRobin
+	bound     string
+	httpBound string
+	started   time.Time
 
 	clients   clientRegistry
 	partStats sync.Map // shard.Namespace → *partStats
@@ -186,14 +198,21 @@ func New(opts Options) (*Node, error) {
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
+	n.metrics = metrics.New(n)
 	return n, nil
 }
+
+// Metrics returns the node's Prometheus instruments.
+func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
 // Log returns the node's logger.
 func (n *Node) Log() *zap.Logger { return n.log }
 
 // Addr is the bound client address (after Start).
 func (n *Node) Addr() string { return n.bound }
+
+// HTTPAddr is the bound HTTP API address ("" when http.enabled is false).
+func (n *Node) HTTPAddr() string { return n.httpBound }
 
 // Store returns the published metadata (read-only views).
 func (n *Node) Store() *metadata.Store { return n.store }
@@ -299,7 +318,7 @@ func (n *Node) Start() error {
 	}
 	n.startBackground()
 	n.startMemberEviction()
-	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("path", cfg.Path),
+	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("http", n.httpBound), zap.String("path", cfg.Path),
 		zap.String("version", ServerVersion))
 	return nil
 }
@@ -722,7 +741,14 @@ func (n *Node) listen() error {
 	n.ln = ln
 	n.bound = ln.Addr().String()
 	n.handoff = shard.NewRoundRobin(len(n.shards), n.cfg.Cluster.Coordinator.SkipShardZeroForClients)
-	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound}); err != nil {
+	httpBound, metricsBound, err := n.startHTTP()
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	n.httpBound = httpBound
+	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: httpBound, MetricsOpen: metricsBound, ReplicaID: n.opts.ReplicaID}); err != nil {
+		n.stopHTTP()
 		_ = ln.Close()
 		return err
 	}
@@ -822,6 +848,7 @@ func (n *Node) Close() error {
 		n.stopping.Store(true)
 		close(n.stop)
 		n.stopGossip() // first, so the others see this node leave rather than fail
+		n.stopHTTP()
 		if n.ln != nil {
 			_ = n.ln.Close()
 		}

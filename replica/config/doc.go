@@ -7,13 +7,16 @@
 // The file has Iggy 0.9.0's shape, so an Iggy configuration loads unchanged:
 // `path` and the tables [runtime], [logging], [sharding], [partition],
 // [metadata], [message_bus], [cluster] ... sit at the top level (the old
-// [system] table is gone). Keys for features iggo does not implement yet
-// ([http], [quic], [websocket], [telemetry], [encryption]) are parsed and
-// validated like the rest; their transports default to enabled = false and
-// enabling one yields a warning, not a listener. iggo adds three keys,
-// sharding.batch_max, runtime.gc_percent (the Go collector's GOGC target)
-// and cluster.nodes[].ports.gossip (the memberlist port; unset, tcp_replica
-// + GossipPortOffset).
+// [system] table is gone). [http] is served (enabled by default, as in
+// Iggy; http.web_ui and http.jwt.trusted_issuers refuse to start, not being
+// implemented). Keys for features iggo does not implement yet ([quic],
+// [websocket], [telemetry], [encryption]) are parsed and validated like the
+// rest; their transports default to enabled = false and enabling one yields
+// a warning, not a listener. iggo adds four keys, sharding.batch_max,
+// runtime.gc_percent (the Go collector's GOGC target),
+// cluster.nodes[].ports.gossip (the memberlist port; unset, tcp_replica +
+// GossipPortOffset) and http.metrics.open_address (the metrics endpoint
+// without authentication on a separate listener).
 //
 // # Loading
 //

@@ -590,7 +590,6 @@ func unservedWarnings(cfg *Config) []string {
 			w = append(w, fmt.Sprintf("config: %s = true, but iggo does not implement %s yet; it is ignored", key, what))
 		}
 	}
-	add(cfg.HTTP.Enabled, "http.enabled", "the HTTP API")
 	add(cfg.QUIC.Enabled, "quic.enabled", "the QUIC transport")
 	add(cfg.WebSocket.Enabled, "websocket.enabled", "the WebSocket transport")
 	add(cfg.Telemetry.Enabled, "telemetry.enabled", "OpenTelemetry export")

@@ -223,6 +223,18 @@ func (cfg *Config) validateTransports(c *checker) {
 			c.fail("http.jwt.algorithm", "must be HS256, HS384 or HS512 (tokens are signed with a shared secret), got %q", h.JWT.Algorithm)
 		}
 		c.positive("http.jwt.access_token_expiry", h.JWT.AccessTokenExpiry)
+		if h.WebUI {
+			c.fail("http.web_ui", "the /ui console is not served by iggo yet; set it to false")
+		}
+		if h.Metrics.Enabled && !strings.HasPrefix(h.Metrics.Endpoint, "/") {
+			c.fail("http.metrics.endpoint", "must start with '/', got %q", h.Metrics.Endpoint)
+		}
+		if h.Metrics.OpenAddress != "" {
+			c.address("http.metrics.open_address", h.Metrics.OpenAddress)
+		}
+		if len(h.JWT.TrustedIssuers) > 0 {
+			c.fail("http.jwt.trusted_issuers", "tokens of external issuers (JWKS) are not supported by iggo; remove the entries")
+		}
 		if h.TLS.Enabled && (h.TLS.CertFile == "" || h.TLS.KeyFile == "") {
 			c.fail("http.tls.cert_file", "http.tls.enabled needs both cert_file and key_file")
 		}
