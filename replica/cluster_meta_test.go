@@ -324,7 +324,9 @@ func TestSingleNodeMetadataUsesRosterName(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(n.Addr())
-	want := wire.ClusterNode{Name: "alpha", IP: "broker.example", TCPPort: uint16(mustAtoi(t, port)), Role: wire.RoleLeader, Status: wire.NodeHealthy}
+	_, hport, _ := net.SplitHostPort(n.HTTPAddr())
+	want := wire.ClusterNode{Name: "alpha", IP: "broker.example", TCPPort: uint16(mustAtoi(t, port)), HTTPPort: uint16(mustAtoi(t, hport)),
+		Role: wire.RoleLeader, Status: wire.NodeHealthy}
 	if md.Name != cfg.Cluster.Name || len(md.Nodes) != 1 || md.Nodes[0] != want {
 		t.Fatalf("cluster metadata %+v, want one node %+v", md, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,6 +81,11 @@ func parseMessageID(raw json.RawMessage) (wire.Uint128, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return wire.Uint128{}, nil
+	}
+	if len(raw) <= 19 && raw[0] >= '0' && raw[0] <= '9' {
+		if v, err := strconv.ParseUint(string(raw), 10, 64); err == nil {
+			return wire.Uint128{Lo: v}, nil
+		}
 	}
 	var s string
 	if raw[0] == '"' {
@@ -178,22 +184,38 @@ func headersJSON(b []byte) json.RawMessage {
 // sendFrame parses a send body and encodes the binary SEND_MESSAGES request
 // into a frame (wire.HeaderSize bytes left for the header).
 func sendFrame(body []byte, stream, topic wire.Identifier) ([]byte, int, error) {
-	var req sendBodyJSON
-	if err := decodeJSON(body, &req); err != nil {
-		return nil, 0, err
+	req, ok := fastSend(body)
+	if !ok {
+		var j sendBodyJSON
+		if err := decodeJSON(body, &j); err != nil {
+			return nil, 0, err
+		}
+		req = fastBody{hasPart: j.Partitioning != nil, hasMsgs: j.Messages != nil}
+		if j.Partitioning != nil {
+			req.kind, req.value = j.Partitioning.Kind, j.Partitioning.Value
+		}
+		if j.Messages != nil {
+			for _, m := range *j.Messages {
+				fm := fastMessage{id: m.ID, headers: m.UserHeaders}
+				if m.Payload != nil {
+					fm.payload, fm.hasPay = *m.Payload, true
+				}
+				req.messages = append(req.messages, fm)
+			}
+		}
 	}
-	if req.Partitioning == nil {
+	if !req.hasPart {
 		return nil, 0, unprocessable("missing field `partitioning`")
 	}
-	if req.Messages == nil {
+	if !req.hasMsgs {
 		return nil, 0, unprocessable("missing field `messages`")
 	}
 	var p wire.Partitioning
-	v := req.Partitioning.Value
-	if len(v) > 255 || (req.Partitioning.Kind != "balanced" && len(v) == 0) {
+	v := req.value
+	if len(v) > 255 || (req.kind != "balanced" && len(v) == 0) {
 		return nil, 0, codeError(wire.CodeInvalidKeyValueLength)
 	}
-	switch req.Partitioning.Kind {
+	switch req.kind {
 	case "balanced":
 		p = wire.Balanced()
 	case "partition_id":
@@ -204,26 +226,26 @@ func sendFrame(body []byte, stream, topic wire.Identifier) ([]byte, int, error) 
 	case "messages_key":
 		p = wire.PartitionByKey(v)
 	default:
-		return nil, 0, unprocessable("partitioning.kind: unknown variant %q, expected `balanced`, `partition_id` or `messages_key`", req.Partitioning.Kind)
+		return nil, 0, unprocessable("partitioning.kind: unknown variant %q, expected `balanced`, `partition_id` or `messages_key`", req.kind)
 	}
-	msgs := make([]wire.Message, 0, len(*req.Messages))
+	msgs := make([]wire.Message, 0, len(req.messages))
 	now := uint64(time.Now().UnixMicro())
-	for i, m := range *req.Messages {
-		if m.Payload == nil {
+	for i, m := range req.messages {
+		if !m.hasPay {
 			return nil, 0, unprocessable("messages[%d]: missing field `payload`", i)
 		}
-		id, err := parseMessageID(m.ID)
+		id, err := parseMessageID(m.id)
 		if err != nil {
 			return nil, 0, unprocessable("messages[%d]: %v", i, err)
 		}
 		if id.IsZero() {
 			id = randomID()
 		}
-		hdrs, err := userHeadersTLV(m.UserHeaders)
+		hdrs, err := userHeadersTLV(m.headers)
 		if err != nil {
 			return nil, 0, unprocessable("messages[%d]: %v", i, err)
 		}
-		msgs = append(msgs, wire.Message{ID: id, OriginTimestamp: now, Payload: *m.Payload, UserHeaders: hdrs})
+		msgs = append(msgs, wire.Message{ID: id, OriginTimestamp: now, Payload: m.payload, UserHeaders: hdrs})
 	}
 	if len(msgs) == 0 {
 		return nil, 0, codeError(wire.CodeInvalidMessagesCount)
@@ -259,6 +281,15 @@ type polledJSON struct {
 	CurrentOffset uint64              `json:"current_offset"`
 	Count         uint32              `json:"count"`
 	Messages      []polledMessageJSON `json:"messages"`
+}
+
+// renderPoll renders a poll reply payload as JSON.
+func renderPoll(payload []byte) ([]byte, error) {
+	p, err := polledOf(payload)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(p)
 }
 
 // polledOf renders a poll reply payload.
