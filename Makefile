@@ -171,6 +171,7 @@ docker-binaries:
 	mkdir -p $(DOCKER_BUILD_DIR)/data
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DOCKER_BUILD_DIR)/ ./cmd/iggo-server ./cmd/iggo
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DOCKER_BUILD_DIR)/iggo-demo ./deploy/demo
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(DOCKER_BUILD_DIR)/iggo-healthcheck ./deploy/healthcheck
 
 docker-image: docker-binaries
 	$(DOCKER) build -t $(DOCKER_IMAGE) -f deploy/Dockerfile $(DOCKER_BUILD_DIR)

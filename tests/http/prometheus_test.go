@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/iggo/iggo/tests/harness"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -177,5 +179,70 @@ func TestMetricsOpenAddress(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 401 {
 		t.Fatalf("API metrics without a token: %d", resp.StatusCode)
+	}
+}
+
+// TestDeployMonitoringFiles: deploy/prometheus/prometheus.yml passes
+// promtool, and every metric the Grafana dashboard queries is one a node
+// exports.
+func TestDeployMonitoringFiles(t *testing.T) {
+	repo, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool (Debian's prometheus package) is not installed: %v", err)
+	}
+	if out, err := exec.Command(promtool, "check", "config", filepath.Join(repo, "deploy/prometheus/prometheus.yml")).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(repo, "deploy/grafana/iggo-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t)
+	hc := root(t, s)
+	// A send and a group so that every family has a sample.
+	tc := s.Root(t)
+	if _, err := tc.CreateStream(ctxT(t), "d", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.CreateTopic(ctxT(t), wire.CreateTopic{StreamID: wire.MustNamedID("d"), PartitionsCount: 1, Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.SendMessages(ctxT(t), wire.MustNamedID("d"), wire.MustNamedID("t"), wire.Balanced(), []wire.Message{{Payload: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	exposition := string(expect(t, hc, "GET", "/metrics", nil, 200).Body)
+	name := regexp.MustCompile(`[a-z_][a-z0-9_]*\{`)
+	checked := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, m := range name.FindAllString(tg.Expr, -1) {
+				fam := strings.TrimSuffix(m, "{")
+				for _, suf := range []string{"_bucket", "_count", "_sum"} {
+					fam = strings.TrimSuffix(fam, suf)
+				}
+				// Gossip runs in cluster mode only.
+				if !strings.HasPrefix(fam, "iggo_gossip_") && !strings.Contains(exposition, "# TYPE "+fam+" ") {
+					t.Errorf("dashboard queries %s (in %q), which the node does not export", fam, tg.Expr)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d metric references found in the dashboard", checked)
 	}
 }
