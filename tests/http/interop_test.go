@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,8 +172,27 @@ func TestClusterThroughBackup(t *testing.T) {
 			t.Fatalf("node %d endpoints %v, http port %d", i, ep, cl.Nodes[i].HTTPPort)
 		}
 	}
-	// Every node ready.
+	// Every node ready, and its metrics show the cluster: gossip members
+	// up, partition groups in normal status, one metadata primary in all.
+	primaries := 0
 	for i := range cl.Nodes {
 		expect(t, httpclient.New(cl.Nodes[i].HTTPURL()), "GET", "/readyz", nil, 200)
+		m := string(expect(t, root(t, cl.Nodes[i].Server), "GET", "/metrics", nil, 200).Body)
+		for _, want := range []string{`iggo_gossip_members{state="alive"} 3`, `iggo_vsr_groups{kind="partition",status="normal"} 3`,
+			`iggo_vsr_groups{kind="metadata",status="normal"} 1`} {
+			if !strings.Contains(m, want) {
+				t.Fatalf("node %d metrics lack %q", i, want)
+			}
+		}
+		if strings.Contains(m, `iggo_vsr_primaries{kind="metadata"} 1`) {
+			primaries++
+		}
+		// The sends came over HTTP to the backup, and over TCP to the third node.
+		if want := `iggo_request_duration_seconds_count{command="message.send",transport="http"}`; i == backup && !strings.Contains(m, want) {
+			t.Fatalf("backup metrics lack %q", want)
+		}
+	}
+	if primaries != 1 {
+		t.Fatalf("%d nodes report leading the metadata group", primaries)
 	}
 }
