@@ -294,7 +294,7 @@ func (n *Node) startHTTP() (bound string, metricsBound string, err error) {
 	}
 	srv, err := httpapi.New(httpapi.Config{HTTP: hc, ClusterSecret: secret,
 		MaxSessions:    max(1, n.cfg.Metadata.ClientsTableMax/2),
-		RequestTimeout: 30 * time.Second, Logger: n.log.Named("http")}, httpBackend{n})
+		RequestTimeout: 30 * time.Second, MaxFrame: int(n.maxFrame), Logger: n.log.Named("http")}, httpBackend{n})
 	if err != nil {
 		return "", "", err
 	}

@@ -223,6 +223,9 @@ func (cfg *Config) validateTransports(c *checker) {
 			c.fail("http.jwt.algorithm", "must be HS256, HS384 or HS512 (tokens are signed with a shared secret), got %q", h.JWT.Algorithm)
 		}
 		c.positive("http.jwt.access_token_expiry", h.JWT.AccessTokenExpiry)
+		if cfg.Cluster.Enabled && len(cfg.Cluster.Nodes) > 1 && h.MaxRequestSize > cfg.MessageBus.MaxMessageSize {
+			c.fail("http.max_request_size", "must not exceed message_bus.max_message_size (%s) in a cluster, got %s", cfg.MessageBus.MaxMessageSize, h.MaxRequestSize)
+		}
 		if h.WebUI {
 			c.fail("http.web_ui", "the /ui console is not served by iggo yet; set it to false")
 		}

@@ -1173,6 +1173,11 @@ func (s *Server) sendMessages(w http.ResponseWriter, r *http.Request) {
 		durability = "persisted"
 	}
 	if ack == "none" {
+		if s.cfg.MaxFrame > 0 && len(frame) > s.cfg.MaxFrame {
+			writeError(w, httpError(http.StatusRequestEntityTooLarge, "payload_too_large",
+				"the request's binary frame exceeds message_bus.max_message_size"))
+			return
+		}
 		if code := s.checkSend(identityOf(r).user, l[0], l[1]); code != 0 {
 			writeError(w, codeError(code))
 			return

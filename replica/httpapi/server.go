@@ -83,6 +83,9 @@ type Config struct {
 	MaxSessions int
 	// RequestTimeout bounds one request's time in the serving path.
 	RequestTimeout time.Duration
+	// MaxFrame is message_bus.max_message_size: a request whose binary
+	// frame would exceed it is refused with 413.
+	MaxFrame int
 	Logger         *zap.Logger
 }
 
@@ -497,6 +500,12 @@ func identityOf(r *http.Request) *identity { return r.Context().Value(identityKe
 // gets the reply payload. A session the server closed is dropped so the
 // next request opens a fresh one.
 func (s *Server) do(w http.ResponseWriter, r *http.Request, code wire.CommandCode, frame []byte, fn func([]byte) error) bool {
+	if s.cfg.MaxFrame > 0 && len(frame) > s.cfg.MaxFrame {
+		w.Header().Set("Connection", "close")
+		writeError(w, httpError(http.StatusRequestEntityTooLarge, "payload_too_large",
+			fmt.Sprintf("the request's binary frame of %d bytes exceeds message_bus.max_message_size (%d)", len(frame), s.cfg.MaxFrame)))
+		return false
+	}
 	id := identityOf(r)
 	sess, e := s.sessions.get(id, func() Session { return s.b.OpenSession(id.addr, id.user) })
 	if e != nil {

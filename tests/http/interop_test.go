@@ -196,3 +196,62 @@ func TestClusterThroughBackup(t *testing.T) {
 		t.Fatalf("%d nodes report leading the metadata group", primaries)
 	}
 }
+
+// TestSendAck: Iggy-Durability follows the topic's durability; ?ack=none
+// answers 202 at once (after the permission pre-check) and the messages
+// land; an unknown ack value is a 400.
+func TestSendAck(t *testing.T) {
+	s := start(t)
+	c := root(t, s)
+	expect(t, c, "POST", "/streams", obj{"name": "a"}, 200)
+	expect(t, c, "POST", "/streams/a/topics", obj{"name": "p", "partitions_count": 1, "compression_algorithm": "none",
+		"message_expiry": 0, "max_topic_size": 0, "options": obj{"durability": "persisted"}}, 200)
+	if _, dur, err := c.Send(ctxT(t), "a", "p", httpclient.PartitionID(0), []httpclient.Message{{Payload: []byte("x")}}); err != nil || dur != "persisted" {
+		t.Fatalf("persisted send: %v %q", err, dur)
+	}
+	body := obj{"partitioning": obj{"kind": "balanced", "value": ""}, "messages": []obj{{"payload": "eQ=="}}}
+	r := expect(t, c, "POST", "/streams/a/topics/p/messages?ack=none", body, 202)
+	if r.Header.Get("Iggy-Durability") != "none" || len(r.Body) != 0 {
+		t.Fatalf("ack=none: %v %q", r.Header, r.Body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p, err := c.Poll(ctxT(t), "a", "p", "1", 0, "first", 0, 10, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Messages) == 2 && string(p.Messages[1].Payload) == "y" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("unacknowledged send never landed: %+v", p)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	expect(t, c, "POST", "/streams/a/topics/p/messages?ack=maybe", body, 400)
+	errorOf(t, expect(t, c, "POST", "/streams/a/topics/nope/messages?ack=none", body, 404), 2010, "topic_id_not_found")
+	// A client without send permission is refused before the 202.
+	expect(t, c, "POST", "/users", obj{"username": "reader", "password": "secret1", "status": "active",
+		"permissions": obj{"global": obj{"read_streams": true}}}, 200)
+	rd := httpclient.New(s.HTTPURL())
+	if _, err := rd.Login(ctxT(t), "reader", "secret1"); err != nil {
+		t.Fatal(err)
+	}
+	errorOf(t, expect(t, rd, "POST", "/streams/a/topics/p/messages?ack=none", body, 403), 41, "unauthorized")
+	errorOf(t, expect(t, rd, "POST", "/streams/a/topics/p/messages", body, 403), 41, "unauthorized")
+}
+
+// TestFrameLimit: a send whose binary frame would exceed
+// message_bus.max_message_size is refused with 413 and the node serves on.
+func TestFrameLimit(t *testing.T) {
+	s := start(t, "IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE=1 MiB")
+	c := root(t, s)
+	expect(t, c, "POST", "/streams", obj{"name": "f"}, 200)
+	expect(t, c, "POST", "/streams/f/topics", obj{"name": "t", "partitions_count": 1, "compression_algorithm": "none", "message_expiry": 0, "max_topic_size": 0}, 200)
+	big := make([]byte, 1200<<10)
+	errorOf(t, expect(t, c, "POST", "/streams/f/topics/t/messages", obj{"partitioning": obj{"kind": "balanced", "value": ""},
+		"messages": []obj{{"payload": big}}}, 413), 413, "payload_too_large")
+	if _, _, err := c.Send(ctxT(t), "f", "t", httpclient.Balanced(), []httpclient.Message{{Payload: []byte("small")}}); err != nil {
+		t.Fatalf("small send after the refusal: %v", err)
+	}
+}
