@@ -86,7 +86,7 @@ type Config struct {
 	// MaxFrame is message_bus.max_message_size: a request whose binary
 	// frame would exceed it is refused with 413.
 	MaxFrame int
-	Logger         *zap.Logger
+	Logger   *zap.Logger
 }
 
 // Server is the HTTP API of one node.
