@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/httpapi"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
@@ -337,5 +336,3 @@ func (n *Node) stopHTTP() {
 		n.http.Close(n.cfg.Sharding.ShutdownDrainTimeout.Duration + time.Second)
 	}
 }
-
-var _ = config.Bound{}

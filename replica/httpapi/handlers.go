@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -86,7 +85,7 @@ func (s *Server) readConsistency(w http.ResponseWriter, r *http.Request) bool {
 	case "", "serializable":
 		return true
 	case "linearizable":
-		if s.b.Health().Ready && s.isLeader() {
+		if s.b.IsMetadataPrimary() {
 			return true
 		}
 		e := httpError(http.StatusServiceUnavailable, "not_primary", "linearizable read requires the primary; retry against the leader")
@@ -103,12 +102,6 @@ var errUnknownVariant = &jsonErr{"unknown variant, expected `serializable` or `l
 type jsonErr struct{ s string }
 
 func (e *jsonErr) Error() string { return e.s }
-
-// isLeader asks the node's own cluster metadata whether it is the leader.
-func (s *Server) isLeader() bool {
-	l, ok := s.b.(interface{ IsMetadataPrimary() bool })
-	return !ok || l.IsMetadataPrimary()
-}
 
 // ---------------------------------------------------------------------------
 // Health.
@@ -1136,11 +1129,13 @@ func (s *Server) pollMessages(w http.ResponseWriter, r *http.Request) {
 	req := wire.PollMessages{Consumer: wire.SingleConsumer(cid), StreamID: l[0], TopicID: l[1], Partition: wire.SomePartition(pid),
 		Strategy: wire.PollingStrategy{Kind: kind, Value: value}, Count: count, AutoCommit: auto}
 	s.request(w, r, &req, func(p []byte) error {
-		out, err := polledOf(p)
+		out, err := appendPolled(nil, p)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, out)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(out)
 		return nil
 	})
 }
@@ -1178,7 +1173,7 @@ func (s *Server) sendMessages(w http.ResponseWriter, r *http.Request) {
 				"the request's binary frame exceeds message_bus.max_message_size"))
 			return
 		}
-		if code := s.checkSend(identityOf(r).user, l[0], l[1]); code != 0 {
+		if code := s.b.CheckSend(identityOf(r).user, l[0], l[1]); code != 0 {
 			writeError(w, codeError(code))
 			return
 		}
@@ -1221,18 +1216,6 @@ func (s *Server) sendMessages(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusCreated, out)
 		return nil
 	})
-}
-
-// checkSend is the pre-check of an unacknowledged send (the binary path
-// checks again when it runs).
-func (s *Server) checkSend(user uint32, stream, topic wire.Identifier) wire.Code {
-	c, ok := s.b.(interface {
-		CheckSend(user uint32, stream, topic wire.Identifier) wire.Code
-	})
-	if !ok {
-		return 0
-	}
-	return c.CheckSend(user, stream, topic)
 }
 
 // ---------------------------------------------------------------------------
@@ -1401,5 +1384,3 @@ func (s *Server) noContent(w http.ResponseWriter, r *http.Request, req wire.Requ
 		return nil
 	})
 }
-
-var _ = strings.TrimSpace

@@ -284,13 +284,7 @@ type polledJSON struct {
 }
 
 // renderPoll renders a poll reply payload as JSON.
-func renderPoll(payload []byte) ([]byte, error) {
-	p, err := polledOf(payload)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(p)
-}
+func renderPoll(payload []byte) ([]byte, error) { return appendPolled(nil, payload) }
 
 // polledOf renders a poll reply payload.
 func polledOf(payload []byte) (polledJSON, error) {
@@ -311,4 +305,73 @@ func polledOf(payload []byte) (polledJSON, error) {
 	}
 	out.Count = uint32(len(out.Messages))
 	return out, nil
+}
+
+// appendPolled writes the poll JSON straight from the reply payload: the
+// same document json.Marshal(polledOf(payload)) produces, without building
+// it first (payloads base64-encoded into the output, no per-message
+// allocation).
+func appendPolled(dst []byte, payload []byte) ([]byte, error) {
+	p, err := wire.DecodePollReply(payload)
+	if err != nil {
+		return dst, err
+	}
+	n := 0
+	size := 64
+	for _, r := range p.Records {
+		size += r.Len()*4/3 + int(r.MessageCount())*320
+	}
+	if cap(dst)-len(dst) < size {
+		grown := make([]byte, len(dst), len(dst)+size)
+		copy(grown, dst)
+		dst = grown
+	}
+	dst = append(dst, `{"partition_id":`...)
+	dst = strconv.AppendUint(dst, uint64(p.PartitionID), 10)
+	dst = append(dst, `,"current_offset":`...)
+	dst = strconv.AppendUint(dst, p.CurrentOffset, 10)
+	// DecodePollReply checked that the records hold MessagesCount frames.
+	dst = append(dst, `,"count":`...)
+	dst = strconv.AppendUint(dst, uint64(p.MessagesCount), 10)
+	dst = append(dst, `,"messages":[`...)
+	for _, r := range p.Records {
+		base, ts, origin := r.BaseOffset(), r.BaseTimestamp(), r.OriginTimestamp()
+		it := r.Frames()
+		for f, ok := it.Next(); ok; f, ok = it.Next() {
+			if n > 0 {
+				dst = append(dst, ',')
+			}
+			n++
+			pl, uh := f.Payload(), f.UserHeaders()
+			dst = append(dst, `{"header":{"checksum":`...)
+			dst = strconv.AppendUint(dst, f.Checksum(), 10)
+			dst = append(dst, `,"id":`...)
+			if id := f.ID(); id.Hi == 0 {
+				dst = strconv.AppendUint(dst, id.Lo, 10)
+			} else {
+				b, _ := u128(id).MarshalJSON()
+				dst = append(dst, b...)
+			}
+			dst = append(dst, `,"offset":`...)
+			dst = strconv.AppendUint(dst, base+uint64(f.OffsetDelta()), 10)
+			dst = append(dst, `,"timestamp":`...)
+			dst = strconv.AppendUint(dst, ts, 10)
+			dst = append(dst, `,"origin_timestamp":`...)
+			dst = strconv.AppendUint(dst, origin+uint64(f.TimestampDelta()), 10)
+			dst = append(dst, `,"user_headers_length":`...)
+			dst = strconv.AppendUint(dst, uint64(len(uh)), 10)
+			dst = append(dst, `,"payload_length":`...)
+			dst = strconv.AppendUint(dst, uint64(len(pl)), 10)
+			dst = append(dst, `,"reserved":0},"payload":"`...)
+			dst = base64.StdEncoding.AppendEncode(dst, pl)
+			dst = append(dst, `","user_headers":`...)
+			if len(uh) == 0 {
+				dst = append(dst, "[]}"...)
+				continue
+			}
+			dst = append(dst, headersJSON(uh)...)
+			dst = append(dst, '}')
+		}
+	}
+	return append(dst, "]}"...), nil
 }

@@ -53,11 +53,21 @@ func BenchmarkPollJSON(b *testing.B) {
 	payload := wire.AppendPollReplyPrefix(nil, 0, 999, 1000)
 	payload = append(payload, req.Batch.Bytes()...)
 	b.SetBytes(int64(len(payload)))
-	for i := 0; i < b.N; i++ {
-		if _, err := renderPoll(payload); err != nil {
-			b.Fatal(err)
+	b.Run("direct", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := renderPoll(payload); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("encoding_json", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			p, _ := polledOf(payload)
+			if _, err := json.Marshal(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // FuzzSendBody: the fast send parser never panics, and whenever it accepts
@@ -97,4 +107,53 @@ func FuzzSendBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAppendPolled: the direct poll rendering is the document encoding/json
+// makes of polledOf, for empty replies, headers of every shape and ids
+// beyond 64 bits.
+func TestAppendPolled(t *testing.T) {
+	hdr, _ := wire.AppendUserHeaders(nil, []wire.HeaderEntry{{Key: wire.StringValue("k"), Value: wire.Uint64Value(7)}})
+	msgs := []wire.Message{
+		{ID: wire.Uint128{Lo: 1}, OriginTimestamp: 10, Payload: []byte("a")},
+		{ID: wire.Uint128{Lo: 5, Hi: 9}, OriginTimestamp: 12, Payload: []byte("bb"), UserHeaders: hdr},
+		{ID: wire.Uint128{Lo: 3}, OriginTimestamp: 11, Payload: []byte{0, 1, 2}, UserHeaders: []byte{0xff}},
+	}
+	batch, err := wire.AppendBatch(nil, msgs[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := wire.ParseBatch(batch)
+	v.Stamp(0, 40, 99)
+	for _, payload := range [][]byte{
+		nil,
+		wire.AppendPollReplyPrefix(nil, 4294967295, 0, 0),
+		append(wire.AppendPollReplyPrefix(nil, 2, 41, 2), batch...),
+		append(append(wire.AppendPollReplyPrefix(nil, 2, 41, 4), batch...), batch...),
+	} {
+		got, err := appendPolled(nil, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := polledOf(payload)
+		want, _ := json.Marshal(p)
+		var a, b any
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("invalid JSON %s: %v", got, err)
+		}
+		_ = json.Unmarshal(want, &b)
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if !bytes.Equal(ja, jb) || !bytes.Contains(got, []byte(`"count":`)) {
+			t.Fatalf("direct rendering\n%s\nencoding/json\n%s", got, want)
+		}
+		if bytes.Contains(got, []byte("0000000000")) {
+			t.Fatalf("count slot left padded: %s", got)
+		}
+	}
+	// Big ids keep all their digits (no float rounding).
+	got, _ := appendPolled(nil, append(wire.AppendPollReplyPrefix(nil, 2, 41, 2), batch...))
+	if !bytes.Contains(got, []byte(`"id":166020696663385964549`)) {
+		t.Fatalf("u128 id rendering: %s", got)
+	}
 }

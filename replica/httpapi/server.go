@@ -65,8 +65,13 @@ type Backend interface {
 	// TopicPersisted reports whether a topic's messages are acknowledged
 	// after an fdatasync on a quorum (persisted durability).
 	TopicPersisted(stream, topic wire.Identifier) (persisted, ok bool)
-	// MetadataView is the metadata group's view (the Iggy-View header).
+	// CheckSend is the send's topic and permission check, answered before
+	// an unacknowledged send (?ack=none) runs.
+	CheckSend(user uint32, stream, topic wire.Identifier) wire.Code
+	// MetadataView is the metadata group's view (the Iggy-View header);
+	// IsMetadataPrimary reports this node leading it (linearizable reads).
 	MetadataView() (uint32, bool)
+	IsMetadataPrimary() bool
 	Health() Health
 	Metrics() *metrics.Metrics
 }
