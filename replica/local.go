@@ -37,6 +37,10 @@ import (
 // operations at once; more concurrent requests wait for one.
 const localDataConns = 8
 
+// localBufferKeep bounds the buffers an idle local conn keeps (a poll of
+// a megabyte is not kept for the next request of every session).
+const localBufferKeep = 256 << 10
+
 // Replays of transient answers: TransientNotCommitted (57) on the same
 // request number until the context ends, TransientNotAccepted (58) for at
 // most localNotAcceptedBudget (then the caller sees 58).
@@ -236,8 +240,17 @@ func (s *LocalSession) exchange(ctx context.Context, c *conn, h *wire.RequestHea
 		s.n.metrics.ObserveRequest(s.transport, frame, time.Since(start))
 		return ok, capOf(c).buf, nil
 	}, fn)
-	if cp := capOf(c); cap(cp.buf) > frameBufferKeep {
+	if cp := capOf(c); cap(cp.buf) > localBufferKeep {
 		cp.buf = nil
+	}
+	if cap(c.t.buf) > localBufferKeep {
+		c.t.buf = nil
+	}
+	if cap(c.pbuf) > localBufferKeep {
+		c.pbuf = nil
+	}
+	if cap(c.wbuf) > localBufferKeep {
+		c.wbuf = nil
 	}
 	var ev *wire.EvictionError
 	if errors.As(err, &ev) || errors.Is(err, ErrSessionClosed) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -213,5 +214,40 @@ func TestBearer(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer abc")
 	if v, ok := bearer(r); !ok || v != "abc" {
 		t.Fatalf("bearer %q %v", v, ok)
+	}
+}
+
+type fakeSession struct{ closed bool }
+
+func (f *fakeSession) Do(context.Context, wire.CommandCode, []byte, func([]byte) error) error {
+	return nil
+}
+func (f *fakeSession) Close() { f.closed = true }
+
+// TestSessionTable: one session per credential, expired ones dropped, a
+// full table of live ones refuses (503) unless one has idled long enough.
+func TestSessionTable(t *testing.T) {
+	tb := newSessionTable(2)
+	now := uint64(time.Now().Unix())
+	open := func() Session { return &fakeSession{} }
+	a, _ := tb.get(&identity{key: "a", expiry: now + 100}, open)
+	if b, _ := tb.get(&identity{key: "a", expiry: now + 100}, open); b != a {
+		t.Fatal("a second session for one credential")
+	}
+	tb.get(&identity{key: "b", expiry: now + 100}, open)
+	if _, e := tb.get(&identity{key: "c", expiry: now + 100}, open); e == nil || e.status != 503 {
+		t.Fatalf("a full table of live sessions took another: %v", e)
+	}
+	tb.m["a"].lastUse = time.Now().Add(-2 * sessionIdle)
+	if _, e := tb.get(&identity{key: "c"}, open); e != nil || !a.(*fakeSession).closed || tb.len() != 2 {
+		t.Fatalf("idle session not reclaimed: %v", e)
+	}
+	tb.m["b"].expiry = now - 1
+	if _, e := tb.get(&identity{key: "d"}, open); e != nil || tb.len() != 2 {
+		t.Fatalf("expired session not dropped: %v", e)
+	}
+	tb.drop("d", nil)
+	if tb.len() != 1 {
+		t.Fatal("drop")
 	}
 }

@@ -568,9 +568,15 @@ type sessionTable struct {
 }
 
 type tableEntry struct {
-	sess   Session
-	expiry uint64
+	sess    Session
+	expiry  uint64
+	lastUse time.Time
 }
+
+// sessionIdle is how long an unused session must have been idle before a
+// full table reclaims it (the next request of its credential opens a new
+// one).
+const sessionIdle = time.Minute
 
 func newSessionTable(max int) *sessionTable {
 	return &sessionTable{m: map[string]*tableEntry{}, max: max}
@@ -581,20 +587,31 @@ func (t *sessionTable) get(id *identity, open func() Session) (Session, *apiErro
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.m[id.key]; ok && (e.expiry == 0 || e.expiry > now) {
+		e.lastUse = time.Now()
 		return e.sess, nil
 	}
 	if len(t.m) >= t.max {
+		var idlest string
+		var oldest time.Time
 		for k, e := range t.m {
 			if e.expiry != 0 && e.expiry <= now {
 				e.sess.Close()
 				delete(t.m, k)
+				continue
 			}
+			if idlest == "" || e.lastUse.Before(oldest) {
+				idlest, oldest = k, e.lastUse
+			}
+		}
+		if len(t.m) >= t.max && idlest != "" && time.Since(oldest) > sessionIdle {
+			t.m[idlest].sess.Close()
+			delete(t.m, idlest)
 		}
 	}
 	if len(t.m) >= t.max {
 		return nil, unavailable()
 	}
-	e := &tableEntry{sess: open(), expiry: id.expiry}
+	e := &tableEntry{sess: open(), expiry: id.expiry, lastUse: time.Now()}
 	t.m[id.key] = e
 	return e.sess, nil
 }
