@@ -291,7 +291,7 @@ func (n *Node) startHTTP() (bound string, metricsBound string, err error) {
 	if n.clustered() && n.cfg.Cluster.Auth.Enabled {
 		secret = n.cfg.Cluster.Auth.SharedSecret
 	}
-	srv, err := httpapi.New(httpapi.Config{HTTP: hc, ClusterSecret: secret,
+	srv, err := httpapi.New(httpapi.Config{HTTP: hc, ClusterSecret: secret, Clustered: n.clustered() && n.replicaCount > 1,
 		MaxSessions:    max(1, n.cfg.Metadata.ClientsTableMax/2),
 		RequestTimeout: 30 * time.Second, MaxFrame: int(n.maxFrame), Logger: n.log.Named("http")}, httpBackend{n})
 	if err != nil {

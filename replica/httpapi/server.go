@@ -83,6 +83,9 @@ type Config struct {
 	// cluster.auth are on (the JWT key is derived from it when http.jwt has
 	// no secret), else empty.
 	ClusterSecret string
+	// Clustered: the node is one of several (a token must verify on every
+	// node for a client to move between them).
+	Clustered bool
 	// MaxSessions bounds the live credential sessions (Iggy: half of
 	// metadata.clients_table_max).
 	MaxSessions int
@@ -125,6 +128,9 @@ func New(cfg Config, b Backend) (*Server, error) {
 	j, err := newJWTManager(cfg.HTTP.JWT, cfg.ClusterSecret, log)
 	if err != nil {
 		return nil, err
+	}
+	if jc := cfg.HTTP.JWT; cfg.Clustered && cfg.ClusterSecret == "" && jc.EncodingSecret == "" && jc.DecodingSecret == "" {
+		log.Warn("http.jwt: cluster mode without cluster.auth and without http.jwt secrets: each node signs with its own random key, so a token works only on the node that issued it")
 	}
 	if cfg.HTTP.Metrics.Enabled && !strings.HasPrefix(cfg.HTTP.Metrics.Endpoint, "/") {
 		return nil, fmt.Errorf("http.metrics.endpoint: must start with '/', got %q", cfg.HTTP.Metrics.Endpoint)
