@@ -20,6 +20,7 @@ import (
 
 	"github.com/iggo/iggo/internal/version"
 	"github.com/iggo/iggo/journal"
+	"github.com/iggo/iggo/replica/audit"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/datadir"
 	"github.com/iggo/iggo/replica/gossip"
@@ -130,6 +131,7 @@ type Node struct {
 	started time.Time
 
 	clients   clientRegistry
+	audit     *audit.Log
 	partStats sync.Map // shard.Namespace → *partStats
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
 
@@ -190,6 +192,8 @@ func New(opts Options) (*Node, error) {
 		n.clusterID = id
 		n.cluster = superblock.Uint128{Lo: binary.LittleEndian.Uint64(id[:8]), Hi: binary.LittleEndian.Uint64(id[8:])}
 	}
+	n.audit = audit.New(audit.Config{PerSecond: opts.Config.Logging.AuditLinesPerSecond,
+		ClientPerSecond: opts.Config.Logging.AuditClientLinesPerSecond})
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
@@ -437,8 +441,11 @@ func (n *Node) bootMetadata() error {
 	sh.settle()
 	g.bootBodies = nil
 	view := n.store.View()
-	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Int("streams", view.StreamsCount()),
-		zap.Int("users", len(view.Users())))
+	counts := view.Counts()
+	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Uint64("checkpoint_op", g.durableCkpt),
+		zap.Int("journal_ops_replayed", g.bootOps), zap.Int("streams", counts.Streams), zap.Int("topics", counts.Topics),
+		zap.Int("partitions", counts.Partitions), zap.Int("consumer_groups", counts.ConsumerGroups),
+		zap.Int("users", counts.Users))
 	if n.clustered() {
 		// Registering the node's session and creating root need a quorum:
 		// they run once the shards and the replica plane are up
@@ -610,7 +617,26 @@ func (n *Node) bootPartitions() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	n.log.Info("partitions recovered", zap.Int("partitions", len(keep)))
+	var tot struct {
+		segments, offsets, ops int
+		messages, bytes        uint64
+	}
+	for _, sh := range n.shards {
+		for _, p := range sh.parts {
+			segs, msgs, size := int(p.stats.segments.Load()), p.stats.messages.Load(), p.stats.size.Load()
+			p.log.Debug("partition recovered", zap.Uint64("op", p.applied), zap.Uint64("checkpoint_op", p.g.durableCkpt),
+				zap.Int("journal_ops_replayed", p.g.bootOps), zap.Int("segments", segs), zap.Uint64("messages", msgs),
+				zap.Uint64("bytes", size), zap.Uint64("next_offset", p.next), zap.Int("consumer_offsets", len(p.offsets)))
+			tot.segments += segs
+			tot.messages += msgs
+			tot.bytes += size
+			tot.offsets += len(p.offsets)
+			tot.ops += p.g.bootOps
+		}
+	}
+	n.log.Info("partitions recovered", zap.Int("partitions", len(keep)), zap.Int("journal_ops_replayed", tot.ops),
+		zap.Int("segments", tot.segments), zap.Uint64("messages", tot.messages), zap.Uint64("bytes", tot.bytes),
+		zap.Int("consumer_offsets", tot.offsets))
 	return nil
 }
 
