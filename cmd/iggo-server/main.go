@@ -115,17 +115,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return refuse(err)
 	}
-	// The lock comes first: the log file and everything else live under
-	// the data directory, and a second server must not touch them.
+	// --fresh on a directory that is not an iggo data directory is refused
+	// before anything is created in it (the node checks again under the
+	// lock before it wipes).
+	if *fresh {
+		if err := replica.CheckFresh(cfg); err != nil {
+			return refuse(err)
+		}
+	}
+	// Then the lock: the log file and everything else live under the data
+	// directory, and a second server must not touch them.
 	lock, err := replica.LockDataDir(cfg, *replicaID)
 	if err != nil {
 		return refuse(err)
-	}
-	if *fresh {
-		if err := replica.CheckFresh(cfg); err != nil {
-			_ = lock.Release()
-			return refuse(err)
-		}
 	}
 	log, closeLog, err := replica.NewLogger(cfg, stdout)
 	if err != nil {

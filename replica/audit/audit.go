@@ -9,12 +9,16 @@
 // resolved against the metadata the request was decided on). Secrets are
 // never logged: no password, hash or token, only a token's name.
 //
-// A client can trigger these lines in a loop, so each connection has its
-// own budget (Config.ClientPerSecond lines per second, bursts of as many)
-// inside a node-wide one (Config.PerSecond). A line over budget is dropped
-// and counted; the next line written carries the counts as
-// "suppressed_client" (this connection's) and "suppressed_node" (every
-// connection's, over the node-wide budget).
+// A committed change is always written: each one is a replicated,
+// fdatasync'ed metadata op, so the metadata group's own throughput bounds
+// how fast a client can cause them, and an audit trail that dropped some
+// would be worthless. Denials and refused changes cost a looping client
+// next to nothing, so they are budgeted: each connection has its own
+// budget (Config.ClientPerSecond lines per second, bursts of as many)
+// inside a node-wide one (Config.PerSecond). A line over budget is
+// dropped and counted; the next line the connection writes carries the
+// counts as "suppressed_client" (this connection's) and "suppressed_node"
+// (every connection's, over the node-wide budget).
 package audit
 
 import (
@@ -101,14 +105,15 @@ func who(view *metadata.State, user uint32) []zap.Field {
 	return f
 }
 
-// Changed records a committed change. view is the metadata the request
+// Changed records a committed change (never dropped, see the package
+// doc). view is the metadata the request
 // was admitted on (it still names what a delete removed); record is the
 // reply payload of a create (the created record, whose first u32 is its
 // id), else nil. Commands that are not audited changes (consumer-group
 // joins and leaves) are ignored.
 func (c *Client) Changed(view *metadata.State, user uint32, cmd metadata.Command, record []byte) {
 	msg, fields := describe(view, cmd)
-	if msg == "" || !c.allow() {
+	if msg == "" {
 		return
 	}
 	if len(record) >= 4 {

@@ -130,8 +130,9 @@ func TestChangedRefusedDenied(t *testing.T) {
 	}
 }
 
-// TestBudgets: a client looping is held to its own budget, the node to the
-// node-wide one, and what was dropped is counted on the next line written.
+// TestBudgets: a client looping on denials is held to its own budget, the
+// node to the node-wide one, what was dropped is counted on the next line
+// written, and committed changes are never dropped.
 func TestBudgets(t *testing.T) {
 	view := state(t)
 	core, logs := observer.New(zapcore.DebugLevel)
@@ -170,6 +171,13 @@ func TestBudgets(t *testing.T) {
 	}
 	if c1.dropped != 0 || a.dropped.Load() != 0 {
 		t.Fatal("counts not reset after being reported")
+	}
+	// Committed changes are never budgeted.
+	for range 50 {
+		c1.Changed(view, 0, metadata.CreateStream{Name: "x"}, nil)
+	}
+	if n := logs.Len(); n != 56 {
+		t.Fatalf("%d lines after 50 changes, want 56: committed changes must not be dropped", n)
 	}
 	deny(c2)
 	if last := logs.All()[logs.Len()-1].ContextMap(); last["suppressed_client"] != uint64(97) || last["suppressed_node"] != nil {
