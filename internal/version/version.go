@@ -4,10 +4,13 @@
 // The commit comes from the Go toolchain's VCS stamp
 // (runtime/debug.ReadBuildInfo: vcs.revision, vcs.time, vcs.modified),
 // which `go build -buildvcs=true` records; the Makefile turns it on when
-// the checkout has git metadata. The build date is linked in by the
-// Makefile (-X github.com/iggo/iggo/internal/version.buildDate=<RFC 3339>).
-// A binary built without either reports "unknown" for what it lacks: a
-// plain `go build`, `go test` or a build from a tarball still works.
+// the checkout is a git work tree. The toolchain does not stamp a linked
+// git worktree (its .git is a file), so the Makefile also links the commit
+// in (-X github.com/iggo/iggo/internal/version.commit=<12 hex>[-dirty]),
+// used when there is no stamp, and the build date
+// (-X github.com/iggo/iggo/internal/version.buildDate=<RFC 3339>). A binary
+// built with neither reports "unknown" for what it lacks: a plain
+// `go build`, `go test` or a build from a tarball still works.
 package version
 
 import (
@@ -24,8 +27,8 @@ import (
 // (0.9.0) with iggo's suffix. The login reply and GET_STATS report it too.
 const Version = "0.9.0-iggo"
 
-// buildDate is set by the Makefile's link flags.
-var buildDate string
+// buildDate and commit are set by the Makefile's link flags.
+var buildDate, commit string
 
 // Info is what a binary knows about its build.
 type Info struct {
@@ -55,6 +58,9 @@ func fromBuildInfo(bi *debug.BuildInfo, ok bool) Info {
 	in := Info{Version: Version, Commit: "unknown", BuildDate: "unknown", Go: runtime.Version()}
 	if buildDate != "" {
 		in.BuildDate = buildDate
+	}
+	if commit != "" {
+		in.Commit = commit
 	}
 	if !ok || bi == nil {
 		return in
