@@ -209,7 +209,7 @@ func TestLocalClusterSingleNode(t *testing.T) {
 	}
 	r = lc.run(t, "status", "--dir", lc.dir, "-l", "list")
 	if r.code != exitConnection || r.out != "node-0|"+lc.addr(0)+"|"+strconv.Itoa(pid)+"|not running|-|-|-|-\n" ||
-		!strings.Contains(r.err, "no quorum: 0 of 1 nodes answer") || !strings.Contains(r.err, "node-0 is not running") {
+		r.err != "error: no quorum: 0 of 1 nodes answer, a quorum is 1; not running: node-0\n" {
 		t.Fatalf("status of a dead node:\n%v", r)
 	}
 	r = lc.run(t, "down", "--dir", lc.dir, "--purge")
@@ -340,7 +340,7 @@ func TestLocalClusterThreeNodes(t *testing.T) {
 	}
 	r = lc.run(t, "status", "--dir", lc.dir, "-l", "list")
 	if got := rows(r.out); r.code != exitConnection || len(got) != 3 || got[2][3] != "not running" || got[2][4] != "-" || got[0][3] != "running" ||
-		!strings.Contains(r.err, "node-2 is not running") || strings.Contains(r.err, "quorum") {
+		!strings.Contains(r.err, "not running: node-2") || strings.Contains(r.err, "quorum") {
 		t.Fatalf("status after killing node-2:\n%v", r)
 	}
 	// Two of three still serve writes.
@@ -402,7 +402,7 @@ func TestLocalClusterRestartDown(t *testing.T) {
 	r := lc.run(t, "status", "--dir", lc.dir, "-l", "list")
 	got := rows(r.out)
 	if r.code != exitConnection || len(got) != 3 || got[1][3] != "not running" || got[0][3] != "running" || got[2][3] != "running" ||
-		!strings.Contains(r.err, "node-1 is not running") || strings.Contains(r.err, "quorum") {
+		!strings.Contains(r.err, "not running: node-1") || strings.Contains(r.err, "quorum") {
 		t.Fatalf("status with node-1 killed:\n%v", r)
 	}
 	ok(lc.addr(2), "message", "send", "rd", "t", "--partition-id", "0", "while-node-1-was-down")
@@ -433,11 +433,11 @@ func TestLocalClusterRestartDown(t *testing.T) {
 	got = rows(r.out)
 	if r.code != exitConnection || len(got) != 3 || got[0][3] != "running" || !strings.HasSuffix(got[0][4], " ms") ||
 		got[0][5] != "unknown" || got[1][3] != "not running" || got[2][3] != "not running" ||
-		!strings.Contains(r.err, "no quorum: 1 of 3 nodes answer, a quorum is 2") {
+		r.err != "error: no quorum: 1 of 3 nodes answer, a quorum is 2; not running: node-1, node-2; role unknown: node-0\n" {
 		t.Fatalf("status without a quorum:\n%v", r)
 	}
 	r = lc.run(t, "status", "--dir", lc.dir, "--timeout", "3s")
-	mustContain(t, r.out, "No quorum: 1 of 3 nodes answer, a quorum is 2", "node-0 answers a ping but not GET_CLUSTER_METADATA",
+	mustContain(t, r.out, "No quorum: 1 of 3 nodes answer, a quorum is 2", "node-0 answers a ping but no login and GET_CLUSTER_METADATA (no answer within 3s",
 		"node-1 is not running", "node-2 is not running")
 
 	r = lc.run(t, "start", "node-2", "--dir", lc.dir)

@@ -838,27 +838,35 @@ func status(ctx context.Context, env *cli.Env, dir string, mode cli.ListMode, ti
 	}
 	t := cli.Table{Header: []string{"Node", "Address", "PID", "Process", "Ping", "Role", "Health", "Leader"}}
 	answering := 0
-	var problems []string
+	var notes, down, silent, noRole []string
 	for i, n := range st.Nodes {
 		r := reps[i]
 		proc, pingText, role, health, leader := "running", "-", "-", "-", "-"
 		switch {
 		case !r.alive:
 			proc = "not running"
-			problems = append(problems, n.Name+" is not running")
+			down = append(down, n.Name)
+			notes = append(notes, n.Name+" is not running")
 		case r.ping != nil:
 			pingText = "no: " + oneLine(r.ping.Error())
 			role, health, leader = "unknown", "unknown", "unknown"
-			problems = append(problems, n.Name+" does not answer a ping")
+			silent = append(silent, n.Name)
+			notes = append(notes, fmt.Sprintf("%s runs but does not answer a ping (%s)", n.Name, oneLine(r.ping.Error())))
 		default:
 			answering++
 			pingText = fmt.Sprintf("%.1f ms", float64(r.rtt.Microseconds())/1000)
 			role, health, leader = "unknown", "unknown", "unknown"
 			switch {
 			case r.md == nil:
-				problems = append(problems, fmt.Sprintf("%s answers a ping but not GET_CLUSTER_METADATA (%s)", n.Name, oneLine(r.mdErr.Error())))
+				noRole = append(noRole, n.Name)
+				why := oneLine(r.mdErr.Error())
+				if errors.Is(r.mdErr, context.DeadlineExceeded) {
+					why = fmt.Sprintf("no answer within %v: no metadata quorum, or a view change in progress", timeout)
+				}
+				notes = append(notes, fmt.Sprintf("%s answers a ping but no login and GET_CLUSTER_METADATA (%s)", n.Name, why))
 			case r.self == nil:
-				problems = append(problems, n.Name+"'s cluster metadata does not list it")
+				noRole = append(noRole, n.Name)
+				notes = append(notes, n.Name+"'s cluster metadata does not list it")
 			default:
 				role, health = roleText(r.self.Role), healthText(r.self.Status)
 				leader = r.leader
@@ -873,32 +881,39 @@ func status(ctx context.Context, env *cli.Env, dir string, mode cli.ListMode, ti
 		return err
 	}
 	quorum := len(st.Nodes)/2 + 1
-	if len(st.Nodes) == 1 {
-		quorum = 1
-	}
 	var summary string
 	if answering < quorum {
-		summary = fmt.Sprintf("no quorum: %d of %d nodes answer, a quorum is %d (without one nothing is written, and nobody can log in)", answering, len(st.Nodes), quorum)
+		summary = fmt.Sprintf("no quorum: %d of %d nodes answer, a quorum is %d", answering, len(st.Nodes), quorum)
 	}
 	if mode == cli.ListTable {
 		fmt.Fprintln(env.Out, "Role, health and leader as each node reports them itself.")
-		if summary != "" {
-			fmt.Fprintln(env.Out, strings.ToUpper(summary[:1])+summary[1:]+".")
-		} else if len(st.Nodes) > 1 {
+		switch {
+		case summary != "":
+			fmt.Fprintf(env.Out, "No quorum: %d of %d nodes answer, a quorum is %d (without one nothing is written, and nobody can log in).\n",
+				answering, len(st.Nodes), quorum)
+		case len(st.Nodes) > 1:
 			fmt.Fprintf(env.Out, "%d of %d nodes answer (a quorum is %d).\n", answering, len(st.Nodes), quorum)
 		}
-		for _, p := range problems {
+		for _, p := range notes {
 			fmt.Fprintln(env.Out, "  "+p)
 		}
 	}
-	if len(problems) == 0 {
+	if len(notes) == 0 {
 		return nil
 	}
-	msg := strings.Join(problems, "; ")
+	var parts []string
 	if summary != "" {
-		msg = summary + "; " + msg
+		parts = append(parts, summary)
 	}
-	return &cli.ExitError{Msg: msg, Code: cli.ExitConnection}
+	for _, c := range []struct {
+		what  string
+		nodes []string
+	}{{"not running", down}, {"not answering", silent}, {"role unknown", noRole}} {
+		if len(c.nodes) > 0 {
+			parts = append(parts, c.what+": "+strings.Join(c.nodes, ", "))
+		}
+	}
+	return &cli.ExitError{Msg: strings.Join(parts, "; "), Code: cli.ExitConnection}
 }
 
 // same reports whether a cluster metadata entry is local node n.
