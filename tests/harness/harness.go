@@ -2,8 +2,9 @@
 // tests: it builds the binary once per test binary, runs any number of
 // servers with their own data directories, environment and flags, learns
 // each one's bound address from <data>/runtime/current_config.toml, and can
-// kill -9, SIGSTOP/SIGCONT, stop and restart them. Every process is killed
-// when the test ends, passed or failed.
+// kill -9, SIGSTOP/SIGCONT, stop and restart them; Exit runs one that is
+// expected to refuse to start and returns its exit code and output. Every
+// process is killed when the test ends, passed or failed.
 //
 // StartCluster runs an N-node cluster: each node on its own loopback
 // address 127.0.0.(11+id) when the machine lets them be bound (else all on
