@@ -147,6 +147,7 @@ func (c *conn) handle(frame []byte) bool {
 	}
 	body := frame[wire.HeaderSize:]
 	c.reqBody = body
+	defer func() { c.reqBody = nil }() // do not pin a large frame while idle
 	if h.Client.IsZero() || !h.Operation.ClientAllowed() {
 		c.log.Info("closing connection: request header refused", zap.Stringer("operation", h.Operation))
 		return false
