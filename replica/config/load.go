@@ -581,20 +581,10 @@ func splitEnvList(s string) []string {
 	return items
 }
 
-// unservedWarnings names settings that iggo parses and validates for
-// compatibility with Iggy configuration files but does not act on.
+// unservedWarnings names settings that are valid but probably not what the
+// operator meant. Settings iggo cannot serve are refused instead (Refused).
 func unservedWarnings(cfg *Config) []string {
 	var w []string
-	add := func(on bool, key, what string) {
-		if on {
-			w = append(w, fmt.Sprintf("config: %s = true, but iggo does not implement %s yet; it is ignored", key, what))
-		}
-	}
-	add(cfg.HTTP.Enabled, "http.enabled", "the HTTP API")
-	add(cfg.QUIC.Enabled, "quic.enabled", "the QUIC transport")
-	add(cfg.WebSocket.Enabled, "websocket.enabled", "the WebSocket transport")
-	add(cfg.Telemetry.Enabled, "telemetry.enabled", "OpenTelemetry export")
-	add(cfg.Encryption.Enabled, "encryption.enabled", "payload encryption")
 	if !cfg.TCP.Enabled {
 		w = append(w, "config: tcp.enabled = false leaves no client transport iggo serves")
 	}
