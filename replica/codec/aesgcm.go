@@ -68,6 +68,15 @@ func (a *AESGCM) Open(dst, sealed []byte) ([]byte, error) {
 	return out, nil
 }
 
+// KeyID names a key without revealing it: the first 16 bytes of
+// HMAC-SHA256(key, "iggo encryption key id v1"). Cluster nodes compare
+// theirs in the replica-plane handshake.
+func KeyID(key []byte) [16]byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("iggo encryption key id v1"))
+	return [16]byte(m.Sum(nil)[:16])
+}
+
 // Key check file: proves at boot that encryption.key is the key a data
 // directory was written with, without storing the key. 56 bytes,
 // little-endian:
