@@ -779,7 +779,7 @@ func (n *Node) acceptLoop() {
 // startBackground starts the periodic work: retention and PAT expiry.
 func (n *Node) startBackground() {
 	if d := n.cfg.Logging.SysinfoPrintInterval.Duration; d > 0 {
-		n.log.Info("system info is logged periodically", zap.Duration("every", d))
+		n.log.Info("system info is logged periodically", zap.Stringer("every", d))
 		n.every(d, n.logSysinfo)
 	}
 	mc := n.cfg.DataMaintenance.Messages

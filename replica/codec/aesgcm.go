@@ -4,11 +4,13 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/zeebo/xxh3"
 )
@@ -17,7 +19,9 @@ import (
 const KeySize = 32
 
 // Overhead is what sealing adds to a section: nonce and tag.
-const Overhead = 12 + 16
+const Overhead = nonceSize + 16
+
+const nonceSize = 12
 
 // ParseKey decodes encryption.key: standard base64 of exactly 32 bytes.
 func ParseKey(b64 string) ([]byte, error) {
@@ -33,7 +37,42 @@ func ParseKey(b64 string) ([]byte, error) {
 
 // AESGCM seals sections with AES-256-GCM and a random 96-bit nonce per
 // section (the layout is in the package doc). Safe for concurrent use.
-type AESGCM struct{ aead cipher.AEAD }
+//
+// Nonces come from crypto/rand, read NonceBlock bytes at a time into
+// buffers of a sync.Pool: each buffer is held by one Seal at a time and
+// each of its bytes is used once, so nonces stay independent random values
+// while a 100-byte message no longer pays a getrandom call (~300 ns here)
+// per section.
+type AESGCM struct {
+	aead   cipher.AEAD
+	nonces sync.Pool // *nonceBuf
+}
+
+// NonceBlock is how many random bytes one refill reads.
+const NonceBlock = 4096
+
+type nonceBuf struct {
+	b   [NonceBlock]byte
+	off int
+}
+
+func (a *AESGCM) nonce(dst []byte) error {
+	nb, _ := a.nonces.Get().(*nonceBuf)
+	if nb == nil {
+		nb = &nonceBuf{off: NonceBlock}
+	}
+	if nb.off+len(dst) > NonceBlock {
+		if _, err := rand.Read(nb.b[:]); err != nil {
+			return fmt.Errorf("codec: reading random nonces: %w", err)
+		}
+		nb.off = 0
+	}
+	copy(dst, nb.b[nb.off:])
+	clear(nb.b[nb.off : nb.off+len(dst)])
+	nb.off += len(dst)
+	a.nonces.Put(nb)
+	return nil
+}
 
 // NewAESGCM builds the sealer for a 32-byte key.
 func NewAESGCM(key []byte) (*AESGCM, error) {
@@ -44,7 +83,7 @@ func NewAESGCM(key []byte) (*AESGCM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codec: %w", err)
 	}
-	a, err := cipher.NewGCMWithRandomNonce(b)
+	a, err := cipher.NewGCM(b)
 	if err != nil {
 		return nil, fmt.Errorf("codec: %w", err)
 	}
@@ -53,7 +92,12 @@ func NewAESGCM(key []byte) (*AESGCM, error) {
 
 // Seal appends nonce ‖ ciphertext ‖ tag.
 func (a *AESGCM) Seal(dst, plain []byte) ([]byte, error) {
-	return a.aead.Seal(dst, nil, plain, nil), nil
+	at := len(dst)
+	dst = append(dst, make([]byte, nonceSize)...)
+	if err := a.nonce(dst[at:]); err != nil {
+		return dst[:at], err
+	}
+	return a.aead.Seal(dst, dst[at:], plain, nil), nil
 }
 
 // Open appends the plaintext of nonce ‖ ciphertext ‖ tag.
@@ -61,7 +105,7 @@ func (a *AESGCM) Open(dst, sealed []byte) ([]byte, error) {
 	if len(sealed) < Overhead {
 		return dst, fmt.Errorf("%w: %d bytes, shorter than nonce and tag", ErrOpen, len(sealed))
 	}
-	out, err := a.aead.Open(dst, nil, sealed, nil)
+	out, err := a.aead.Open(dst, sealed[:nonceSize], sealed[nonceSize:], nil)
 	if err != nil {
 		return dst, fmt.Errorf("%w: %v", ErrOpen, err)
 	}
