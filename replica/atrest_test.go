@@ -199,3 +199,40 @@ func TestEncryptionAtRest(t *testing.T) {
 		t.Fatalf("a key on a plaintext directory: %v", err)
 	}
 }
+
+// TestEncryptionSealedBatchTooLarge: a batch that fits the frame limit as
+// sent but not once sealed (28 bytes more per message) is refused with
+// InvalidMessagesSize, not retried forever as a transient refusal; one
+// that fits both is stored.
+func TestEncryptionSealedBatchTooLarge(t *testing.T) {
+	cfg := encryptedConfig(t.TempDir(), testKeyA)
+	cfg.MessageBus.MaxMessageSize = config.MiB
+	n, err := startWith(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := dial(t, n)
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 1, Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := func(n int) []wire.Message {
+		out := make([]wire.Message, n)
+		for i := range out {
+			out[i] = wire.Message{Payload: []byte("x")}
+		}
+		return out
+	}
+	// 20,000 × 49 B = 980,000 B as sent; 1,540,000 B sealed.
+	_, err = c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), msgs(20000))
+	if !wire.HasCode(err, wire.CodeInvalidMessagesSize) {
+		t.Fatalf("oversized sealed batch: %v, want InvalidMessagesSize", err)
+	}
+	if _, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), msgs(10000)); err != nil {
+		t.Fatalf("a batch that fits sealed: %v", err)
+	}
+}
