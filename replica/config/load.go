@@ -65,9 +65,10 @@ func Load(path string) (*Config, []string, error) { return LoadFrom(path, os.Env
 //     whole. With neither, the defaults stand alone;
 //  3. IGGY_* variables from environ (KEY=value strings, as os.Environ).
 //
-// It returns warnings (unknown keys and variables, settings iggo accepts but
-// does not act on) alongside the config. Any broken rule, removed key or
-// malformed value refuses the whole load with an error naming each one.
+// It returns warnings (unknown keys and variables) alongside the config;
+// settings iggo cannot serve are refused by Validate (Refused). Any broken
+// rule, removed key or malformed value refuses the whole load with an error
+// naming each one.
 func LoadFrom(path string, environ []string) (*Config, []string, error) {
 	cfg := Default()
 	env := envMap(environ)
@@ -108,7 +109,6 @@ func LoadFrom(path string, environ []string) (*Config, []string, error) {
 	if len(problems) > 0 {
 		return nil, warnings, &ValidationError{Problems: problems}
 	}
-	warnings = append(warnings, unservedWarnings(cfg)...)
 	if err := cfg.Validate(); err != nil {
 		return nil, warnings, err
 	}
@@ -579,14 +579,4 @@ func splitEnvList(s string) []string {
 		}
 	}
 	return items
-}
-
-// unservedWarnings names settings that are valid but probably not what the
-// operator meant. Settings iggo cannot serve are refused instead (Refused).
-func unservedWarnings(cfg *Config) []string {
-	var w []string
-	if !cfg.TCP.Enabled {
-		w = append(w, "config: tcp.enabled = false leaves no client transport iggo serves")
-	}
-	return w
 }
