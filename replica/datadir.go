@@ -35,7 +35,8 @@ func CheckFresh(cfg *config.Config) error { return datadir.CheckWipe(vfs.NewOS()
 // "Data directory" in the package doc). --fresh keeps the lock file and
 // the log directory, so the log of the run that wiped survives.
 func dataLayout(cfg *config.Config) datadir.Layout {
-	l := datadir.Layout{Path: cfg.Path, Entries: []string{"metadata", "streams", "state", quarantineDir}}
+	l := datadir.Layout{Path: cfg.Path, Entries: []string{"metadata", "streams", "state", quarantineDir,
+		KeyCheckFile, KeyCheckFile + ".tmp"}}
 	if top := datadir.TopEntry(cfg.Runtime.Path); top != "" {
 		l.Entries = append(l.Entries, top)
 	}

@@ -129,13 +129,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return refuse(err)
 	}
-	log, closeLog, err := replica.NewLogger(cfg, stdout)
+	root, closeLog, err := replica.NewLogger(cfg, stdout)
 	if err != nil {
 		_ = lock.Release()
 		return refuse(err)
 	}
 	defer closeLog()
-	defer func() { _ = log.Sync() }()
+	log := root.Named("server")
 	log.Info("iggo-server", zap.String("version", version.String()), zap.Int("pid", os.Getpid()),
 		zap.String("path", cfg.Path), zap.String("lock", lock.File()))
 	// IGGO_PPROF=host:port serves Go's profiler (development only; never
@@ -153,7 +153,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		debug.SetGCPercent(cfg.Runtime.GCPercent)
 	}
 	n, err := replica.New(replica.Options{Config: cfg, ReplicaID: *replicaID, Fresh: *fresh,
-		DefaultRootCredentials: *defaultRoot, Logger: log, DataDir: lock})
+		DefaultRootCredentials: *defaultRoot, Logger: root, DataDir: lock})
 	if err != nil {
 		_ = lock.Release()
 		log.Error("refusing to start", zap.Error(err))

@@ -1,8 +1,8 @@
 // Package audit writes the audit trail of client actions: every committed
 // change of users, permissions, personal access tokens, streams, topics,
 // partitions and consumer groups, every such change the state machine
-// refused, and every permission denial, as INFO lines of the logger named
-// "audit" on the node that served the client. Each line says who (user
+// refused, and every permission denial, as INFO lines of the logger the
+// node gives it (replica.audit) on the node that served the client. Each line says who (user
 // name and id; the connection's client id and address come with the
 // connection's logger), what (the message and, for denials, Iggy's command
 // name such as "stream.delete") and on which resource (ids and names
@@ -46,15 +46,17 @@ type Config struct {
 // Log is a node's audit trail.
 type Log struct {
 	cfg     Config
+	log     *zap.Logger
 	node    *rate.Limiter
 	dropped atomic.Uint64
 	now     func() time.Time // the budgets' clock (tests fix it)
 }
 
-// New returns the audit trail of a node; budgets below 1 are raised to 1.
-func New(cfg Config) *Log {
+// New returns the audit trail of a node, written to log (the node names
+// it replica.audit); budgets below 1 are raised to 1.
+func New(cfg Config, log *zap.Logger) *Log {
 	cfg.PerSecond, cfg.ClientPerSecond = max(1, cfg.PerSecond), max(1, cfg.ClientPerSecond)
-	return &Log{cfg: cfg, node: rate.NewLimiter(rate.Limit(cfg.PerSecond), cfg.PerSecond), now: time.Now}
+	return &Log{cfg: cfg, log: log, node: rate.NewLimiter(rate.Limit(cfg.PerSecond), cfg.PerSecond), now: time.Now}
 }
 
 // Client is one connection's audit trail. Its methods run on the
@@ -66,10 +68,10 @@ type Client struct {
 	dropped uint64
 }
 
-// Client returns the trail of a connection whose logger (carrying its
-// client id and address) is log.
-func (a *Log) Client(log *zap.Logger) *Client {
-	return &Client{a: a, log: log.Named("audit"), lim: rate.NewLimiter(rate.Limit(a.cfg.ClientPerSecond), a.cfg.ClientPerSecond)}
+// Client returns the trail of a connection; conn (its client id and
+// address) goes on every line.
+func (a *Log) Client(conn ...zap.Field) *Client {
+	return &Client{a: a, log: a.log.With(conn...), lim: rate.NewLimiter(rate.Limit(a.cfg.ClientPerSecond), a.cfg.ClientPerSecond)}
 }
 
 // allow spends one line of both budgets.

@@ -59,7 +59,7 @@ func line(e observer.LoggedEntry) string {
 
 func newClient(cfg Config) (*Client, *observer.ObservedLogs) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	return New(cfg).Client(zap.New(core).With(zap.Uint32("client", 7))), logs
+	return New(cfg, zap.New(core).Named("audit")).Client(zap.Uint32("client", 7)), logs
 }
 
 func TestChangedRefusedDenied(t *testing.T) {
@@ -136,11 +136,11 @@ func TestChangedRefusedDenied(t *testing.T) {
 func TestBudgets(t *testing.T) {
 	view := state(t)
 	core, logs := observer.New(zapcore.DebugLevel)
-	a := New(Config{PerSecond: 5, ClientPerSecond: 3})
+	a := New(Config{PerSecond: 5, ClientPerSecond: 3}, zap.New(core))
 	now := time.Unix(1_700_000_000, 0)
 	a.now = func() time.Time { return now }
-	c1 := a.Client(zap.New(core))
-	c2 := a.Client(zap.New(core))
+	c1 := a.Client()
+	c2 := a.Client()
 	deny := func(c *Client) { c.Denied(view, 1, wire.CmdGetStats, nil) }
 	for range 100 {
 		deny(c1)

@@ -90,7 +90,7 @@ func TestAuditSession(t *testing.T) {
 				t.Fatalf("a log line holds a secret: %v", l)
 			}
 		}
-		if l.str("logger") != "audit" {
+		if l.str("logger") != "replica.audit" {
 			continue
 		}
 		if l.str("level") != "info" {

@@ -149,7 +149,7 @@ func TestFreshKeepsItsLog(t *testing.T) {
 	wiped, startedAfter := -1, -1
 	for i, l := range readLog(t, s.DataDir()) {
 		switch {
-		case l.str("logger") == "audit" && l.str("msg") == "stream created":
+		case l.str("logger") == "replica.audit" && l.str("msg") == "stream created":
 			created = append(created, l.str("stream"))
 		case strings.HasPrefix(l.str("msg"), "--fresh: wiped the data directory"):
 			wiped = i
