@@ -11,12 +11,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/codec"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/wire"
 )
 
 // Cluster mode (cluster.enabled = true). Every consensus group — the
@@ -84,6 +86,9 @@ func (n *Node) newPlane() error {
 	pc.Listener = n.opts.ReplicaListener
 	pc.Logger = n.log
 	pc.Deliver = n.deliverFrame
+	if n.atRest.codec != nil {
+		pc.DataKeyID = codec.KeyID(n.atRest.key)
+	}
 	t, err := plane.New(pc)
 	if err != nil {
 		return err
@@ -285,7 +290,7 @@ func (n *Node) clusterBootstrap() error {
 	t.onDone = func(t *task) {
 		switch {
 		case t.status != 0:
-			n.log.Info("root user not created by this node (another node's proposal committed first)", zap.Uint32("code", t.status))
+			n.log.Info("root user not created by this node (another node's proposal committed first)", zap.Stringer("code", wire.Code(t.status)))
 		case generated:
 			n.log.Warn("root user created with a generated password; it is shown only this once",
 				zap.String("username", user), zap.String("password", pass))

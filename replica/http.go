@@ -280,12 +280,13 @@ func (n *Node) httpListenAddr() (string, error) {
 	return net.JoinHostPort(host, strconv.Itoa(int(*n.member.Ports.HTTP))), nil
 }
 
-// startHTTP binds and serves the HTTP API (and the open metrics address)
-// when http.enabled; it returns the bound address ("" when off).
-func (n *Node) startHTTP() (bound string, metricsBound string, err error) {
+// bindHTTP builds the HTTP API (its configuration is checked here, with
+// the other listeners, before storage is touched) and binds its listener
+// and http.metrics.open_address when http.enabled.
+func (n *Node) bindHTTP() error {
 	hc := n.cfg.HTTP
 	if !hc.Enabled {
-		return "", "", nil
+		return nil
 	}
 	secret := ""
 	if n.clustered() && n.cfg.Cluster.Auth.Enabled {
@@ -295,44 +296,71 @@ func (n *Node) startHTTP() (bound string, metricsBound string, err error) {
 		MaxSessions:    max(1, n.cfg.Metadata.ClientsTableMax/2),
 		RequestTimeout: 30 * time.Second, MaxFrame: int(n.maxFrame), Logger: n.log.Named("http")}, httpBackend{n})
 	if err != nil {
-		return "", "", err
+		return fmt.Errorf("replica: %w", err)
 	}
 	ln := n.opts.HTTPListener
 	if ln == nil {
 		addr, err := n.httpListenAddr()
 		if err != nil {
-			return "", "", err
+			return err
 		}
 		if ln, err = net.Listen("tcp", addr); err != nil {
-			return "", "", fmt.Errorf("replica: binding http %s: %w", addr, err)
+			return fmt.Errorf("replica: binding http %s: %w", addr, err)
 		}
 	}
-	if err := srv.Serve(ln); err != nil {
-		_ = ln.Close()
-		return "", "", err
-	}
-	n.http = srv
+	n.httpLn, n.httpBound = ln, ln.Addr().String()
 	if a := hc.Metrics.OpenAddress; hc.Metrics.Enabled && a != "" {
 		mln, err := net.Listen("tcp", a)
 		if err != nil {
-			srv.Close(time.Second)
-			n.http = nil
-			return "", "", fmt.Errorf("replica: binding http.metrics.open_address %s: %w", a, err)
+			n.closeHTTPListeners()
+			return fmt.Errorf("replica: binding http.metrics.open_address %s: %w", a, err)
 		}
-		_ = srv.ServeMetrics(mln)
-		metricsBound = mln.Addr().String()
+		n.metricsLn, n.metricsBound = mln, mln.Addr().String()
+	}
+	n.httpSrv = srv
+	return nil
+}
+
+// closeHTTPListeners closes listeners bindHTTP bound that no server took.
+func (n *Node) closeHTTPListeners() {
+	if n.http != nil {
+		return
+	}
+	for _, l := range []net.Listener{n.httpLn, n.metricsLn} {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+	n.httpLn, n.metricsLn = nil, nil
+}
+
+// serveHTTP starts the HTTP API on the bound listeners.
+func (n *Node) serveHTTP() error {
+	srv := n.httpSrv
+	if srv == nil || n.httpLn == nil {
+		return nil
+	}
+	if err := srv.Serve(n.httpLn); err != nil {
+		n.closeHTTPListeners()
+		return err
+	}
+	n.http = srv
+	if n.metricsLn != nil {
+		_ = srv.ServeMetrics(n.metricsLn)
 	}
 	scheme := "http"
-	if hc.TLS.Enabled {
+	if n.cfg.HTTP.TLS.Enabled {
 		scheme = "https"
 	}
-	n.log.Info("http api listening", zap.String("address", ln.Addr().String()), zap.String("scheme", scheme),
-		zap.String("metrics_open_address", metricsBound))
-	return ln.Addr().String(), metricsBound, nil
+	n.log.Info("http api listening", zap.String("address", n.httpBound), zap.String("scheme", scheme),
+		zap.String("metrics_open_address", n.metricsBound))
+	return nil
 }
 
 func (n *Node) stopHTTP() {
 	if n.http != nil {
 		n.http.Close(n.cfg.Sharding.ShutdownDrainTimeout.Duration + time.Second)
+		return
 	}
+	n.closeHTTPListeners()
 }

@@ -137,6 +137,7 @@ func (cfg *Config) Validate() error {
 	cfg.validateMessageBus(c)
 	cfg.validateCluster(c)
 	cfg.validateNode(c)
+	cfg.validateRefused(c)
 	if len(c.problems) == 0 {
 		return nil
 	}
@@ -226,17 +227,11 @@ func (cfg *Config) validateTransports(c *checker) {
 		if cfg.Cluster.Enabled && len(cfg.Cluster.Nodes) > 1 && h.MaxRequestSize > cfg.MessageBus.MaxMessageSize {
 			c.fail("http.max_request_size", "must not exceed message_bus.max_message_size (%s) in a cluster, got %s", cfg.MessageBus.MaxMessageSize, h.MaxRequestSize)
 		}
-		if h.WebUI {
-			c.fail("http.web_ui", "the /ui console is not served by iggo yet; set it to false")
-		}
 		if h.Metrics.Enabled && !strings.HasPrefix(h.Metrics.Endpoint, "/") {
 			c.fail("http.metrics.endpoint", "must start with '/', got %q", h.Metrics.Endpoint)
 		}
 		if h.Metrics.OpenAddress != "" {
 			c.address("http.metrics.open_address", h.Metrics.OpenAddress)
-		}
-		if len(h.JWT.TrustedIssuers) > 0 {
-			c.fail("http.jwt.trusted_issuers", "tokens of external issuers (JWKS) are not supported by iggo; remove the entries")
 		}
 		if h.TLS.Enabled && (h.TLS.CertFile == "" || h.TLS.KeyFile == "") {
 			c.fail("http.tls.cert_file", "http.tls.enabled needs both cert_file and key_file")
@@ -353,7 +348,16 @@ func (cfg *Config) validateLogging(c *checker) {
 	if d := l.SysinfoPrintInterval.Duration; d != 0 && d < loggingIntervalMin {
 		c.fail("logging.sysinfo_print_interval", "must be 0 (off) or at least 1 s, got %s", l.SysinfoPrintInterval)
 	}
+	if n := l.AuditLinesPerSecond; n < 1 || n > auditLinesMax {
+		c.fail("logging.audit_lines_per_second", "must be 1..%d, got %d", auditLinesMax, n)
+	}
+	if n := l.AuditClientLinesPerSecond; n < 1 || n > l.AuditLinesPerSecond {
+		c.fail("logging.audit_client_lines_per_second", "must be 1..logging.audit_lines_per_second (%d), got %d", l.AuditLinesPerSecond, n)
+	}
 }
+
+// auditLinesMax bounds logging.audit_lines_per_second.
+const auditLinesMax = 100000
 
 func (cfg *Config) validateMisc(c *checker) {
 	if e := cfg.Encryption; e.Enabled {
@@ -982,14 +986,4 @@ func (e advertisedEndpoint) authority() string { return e.host.authority(e.port)
 // could receive both, which would send such a client to the wrong node.
 func (e advertisedEndpoint) conflicts(o advertisedEndpoint) bool {
 	return e.node != o.node && e.port == o.port && e.host.equal(o.host) && e.clients.overlaps(o.clients)
-}
-
-// ShardCPUs resolves sharding.cpu_allocation against this machine's topology
-// and the process's allowed CPU set: one CPU per shard.
-func (cfg *Config) ShardCPUs() ([]int, error) {
-	topo, err := shard.ReadSysTopology()
-	if err != nil {
-		return nil, err
-	}
-	return shard.Resolve(cfg.Sharding.CPUAllocation, topo, shard.AllowedCPUs())
 }

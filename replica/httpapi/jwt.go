@@ -63,7 +63,11 @@ type jwtManager struct {
 // equal (HS* signs and verifies with one key).
 func newJWTManager(c config.HTTPJWTConfig, psk string, log *zap.Logger) (*jwtManager, error) {
 	if len(c.TrustedIssuers) > 0 {
-		return nil, errors.New("http.jwt.trusted_issuers: tokens of external issuers (JWKS) are not supported by iggo; remove the entries")
+		// Refused at boot, before storage is touched (replica builds the
+		// HTTP API with its other listeners).
+		ti := c.TrustedIssuers[0]
+		return nil, fmt.Errorf("http.jwt.trusted_issuers[0] (issuer %q, audience %q, jwks_url %q, user_id %d): tokens of external issuers (JWKS) are not accepted by this build; remove the entries",
+			ti.Issuer, ti.Audience, ti.JWKSURL, ti.UserID)
 	}
 	var method jwt.SigningMethod
 	switch c.Algorithm {

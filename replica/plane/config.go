@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -39,6 +40,16 @@ const (
 	// by its own private key, not only by the shared cluster key.
 	TLSCA
 )
+
+var tlsModeNames = [...]string{"off", "self_signed", "ca"}
+
+// String names the mode as log lines show it.
+func (m TLSMode) String() string {
+	if int(m) < len(tlsModeNames) {
+		return tlsModeNames[m]
+	}
+	return "tls_mode(" + strconv.Itoa(int(m)) + ")"
+}
 
 // TLS configures link encryption.
 type TLS struct {
@@ -75,6 +86,10 @@ type Config struct {
 	Secret         []byte
 	PreviousSecret []byte
 	TLS            TLS
+	// DataKeyID identifies the node's encryption-at-rest key (codec.KeyID),
+	// zero with encryption off. Replicas journal each other's stored
+	// batches, so peers keyed differently are refused (ReasonDataKey).
+	DataKeyID [16]byte
 
 	// Listener, when set, is the bound tcp_replica socket (shard 0 binds it
 	// and hands it over); the transport owns it from Start on and closes it
