@@ -91,7 +91,7 @@ func (c *conn) nonReplicated(h *wire.RequestHeader, body []byte) bool {
 	}
 	req, err := wire.DecodeRequestBody(code, body)
 	if err != nil {
-		return c.status(h, errCode(err))
+		return c.refuseBody(h, "request body", err)
 	}
 	view := c.n.store.View()
 	uid := c.user()

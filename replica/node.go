@@ -21,6 +21,7 @@ import (
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/gossip"
+	"github.com/iggo/iggo/replica/limitlog"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/shard"
@@ -116,6 +117,9 @@ type Node struct {
 	// the frame limit (header and 16-byte prefix included).
 	pollBufferMax int
 	admit         metadata.AdmitConfig
+	// limitLog logs refused over-limit input, one line per limit per
+	// interval.
+	limitLog *limitlog.Logger
 
 	ln      net.Listener
 	handoff *shard.RoundRobin
@@ -186,6 +190,7 @@ func New(opts Options) (*Node, error) {
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
+	n.limitLog = limitlog.New(n.log, limitlog.DefaultInterval)
 	return n, nil
 }
 
