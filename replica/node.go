@@ -122,6 +122,9 @@ type Node struct {
 	// limitLog logs refused over-limit input, one line per limit per
 	// interval.
 	limitLog *limitlog.Logger
+	// partSlots is how many partitions the descriptor budget lets the node
+	// hold open (0: unlimited); openParts how many are open (pending.go).
+	partSlots, openParts atomic.Int64
 
 	ln      net.Listener
 	handoff *shard.RoundRobin
@@ -213,6 +216,7 @@ func (n *Node) partitionBudget() error {
 		HandshakesMax: n.cfg.MessageBus.ReplicaHandshakesMax, HandshakesPerAddress: n.cfg.MessageBus.ReplicaHandshakesPerAddress,
 		PartitionsMax: uint64(max(n.cfg.Metadata.PartitionsMax, 0))})
 	n.admit.PartitionsMax = uint32(min(b.Cap, math.MaxUint32))
+	n.partSlots.Store(int64(max(b.Partitions/fdbudget.PerPartition, 1)))
 	n.log.Info("node-wide partition cap", zap.Uint64("partitions_max", b.Cap), zap.Bool("from_descriptor_limit", b.FromDescriptors),
 		zap.String("budget", b.String()))
 	return nil

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"syscall"
 
@@ -12,13 +13,47 @@ import (
 )
 
 // Partitions a shard must host but could not open for lack of a resource:
-// out of descriptors (EMFILE, ENFILE) or memory (ENOMEM). Such a failure
-// says nothing about the partition's data, so instead of refusing to boot
-// or giving the partition up, the shard keeps serving its other
-// partitions, answers requests to this one with a retryable status, and
-// retries the open with a backoff (1 s doubling to 30 s) until it succeeds
-// or the partition is deleted. Every other open failure keeps its old
-// meaning (a damaged partition still refuses the boot of a single node).
+// out of descriptors (EMFILE, ENFILE, or the node's descriptor budget for
+// partitions is spent) or memory (ENOMEM). Such a failure says nothing
+// about the partition's data, so instead of refusing to boot or giving the
+// partition up, the shard keeps serving its other partitions, answers
+// requests to this one with a retryable status (58, TransientNotAccepted), and retries the open
+// with a backoff (1 s doubling to 30 s) until it succeeds or the partition
+// is deleted. Every other open failure keeps its old meaning (a damaged
+// partition still refuses the boot of a single node).
+//
+// The budget: the node opens at most as many partitions as the
+// descriptors left for partitions hold (fdbudget: the limit minus client
+// sockets, the replica plane and the node's own files, five descriptors a
+// partition), so partitions beyond it — there when the limit was lowered
+// since they were created — wait instead of taking the descriptors client
+// connections and the metadata group need; they open as deletions free
+// room, or after a restart under a higher limit.
+
+// errDescriptorBudget: opening one more partition would spend descriptors
+// reserved for connections, the replica plane or the node's own files.
+var errDescriptorBudget = fmt.Errorf("replica: the descriptor budget for open partitions is spent: %w", syscall.EMFILE)
+
+// reservePartitionSlot takes one open partition out of the budget, or
+// reports that none is left.
+func (n *Node) reservePartitionSlot() bool {
+	limit := n.partSlots.Load()
+	if limit == 0 {
+		return true // no budget set (tests building shards by hand)
+	}
+	if n.openParts.Add(1) > limit {
+		n.openParts.Add(-1)
+		return false
+	}
+	return true
+}
+
+// releasePartitionSlot returns the slot of a closed partition.
+func (n *Node) releasePartitionSlot() {
+	if n.partSlots.Load() != 0 {
+		n.openParts.Add(-1)
+	}
+}
 
 const (
 	reopenFirstTicks = 100  // 1 s at the 10 ms tick

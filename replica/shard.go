@@ -617,6 +617,7 @@ func (sh *shardLoop) dispatch(t *task) {
 // files closed and its directory removed.
 func (sh *shardLoop) deletePartition(p *partition) {
 	p.close()
+	sh.n.releasePartitionSlot()
 	delete(sh.parts, p.ns)
 	delete(sh.groups, p.g.id)
 	sh.n.roles.remove(p.g.id)
