@@ -63,6 +63,26 @@
 //     all permissions). Other users get monotonic ids, never reused, so a
 //     session bound to a deleted user id cannot turn into a new account.
 //
+// # Caps decided at admission, checked at apply
+//
+// The node-wide partition cap depends on the admitting node's configuration
+// (metadata.partitions_max) and descriptor limit, which differ between
+// nodes, so no replica may consult its own while applying. Admit decides it
+// on the view it sees (AdmitConfig.PartitionsMax) and stamps it into
+// CreateTopic and CreatePartitions; Apply checks the stamped cap against the
+// committed partition count (PartitionsFit: TooManyPartitions), so every
+// replica decides alike and creates admitted concurrently cannot overshoot
+// it together. A stamp of 0 means no cap.
+//
+// # The root account
+//
+// Only root changes root (RootGuard): updating its name or status,
+// changing its password or permissions and deleting it are Unauthorized for
+// anyone else, in Admit and again in Apply; root cannot be set inactive
+// (InvalidUserStatus), since nobody else could reactivate it. Commands
+// decoded from prepare bodies older than version 3 (Meta.Legacy) apply
+// without the guard, as they committed.
+//
 // # Consumer-group assignment
 //
 // Any change of membership (join of a new member, leave, disconnect) or of
