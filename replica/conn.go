@@ -42,6 +42,8 @@ type conn struct {
 	r     *bufio.Reader
 
 	rbuf []byte
+	ebuf []byte // a send's stored form (encryption at rest, single node)
+	dbuf []byte // a poll's decoded records (encryption at rest)
 	wbuf []byte
 	pbuf []byte
 	iov  net.Buffers
@@ -66,7 +68,7 @@ type conn struct {
 func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
 	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String()}
 	c.id = n.clients.nextID()
-	c.log = n.log.With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
+	c.log = n.log.Named("conn").With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
 	c.t.done = make(chan struct{}, 1)
 	return c
 }
@@ -117,6 +119,12 @@ func (c *conn) serve() {
 		}
 		if cap(c.t.buf) > frameBufferKeep {
 			c.t.buf = nil
+		}
+		if cap(c.ebuf) > frameBufferKeep {
+			c.ebuf = nil
+		}
+		if cap(c.dbuf) > frameBufferKeep {
+			c.dbuf = nil
 		}
 	}
 }

@@ -113,7 +113,9 @@
 // producer limits (payload 1..64,000,000 bytes, user headers at most
 // 100,000 bytes: 4025, 4022, 4017).
 // BatchView.SliceByOffset cuts poll records out of a stored batch without
-// copying frames.
+// copying frames. FinishFrame and FinishBatch restamp lengths and checksums
+// of frames and records rebuilt in place (the at-rest codec rewrites
+// payloads with them).
 //
 // # Server use
 //
