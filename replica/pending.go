@@ -90,6 +90,9 @@ func (sh *shardLoop) deferOpen(spec partitionSpec, err error, bootPurge bool) {
 	delay = min(delay, reopenMaxTicks)
 	po.attempts++
 	po.due = sh.ticks + delay
+	if len(sh.pending) == 1 || po.due < sh.pendingDue {
+		sh.pendingDue = po.due
+	}
 	if po.attempts == 1 || po.attempts%10 == 0 {
 		sh.log.Warn("cannot open a partition for lack of descriptors or memory; serving the others and retrying",
 			zap.Stringer("partition", ns), zap.Int("attempts", po.attempts), zap.Uint64("retry_in_ticks", delay), zap.Error(err))
@@ -121,15 +124,20 @@ func (sh *shardLoop) dropPending(ns shard.Namespace, rev uint64) {
 // order, stopping at the first that still cannot be opened (the others
 // would fail alike; they wait for their own due tick).
 func (sh *shardLoop) retryOpens() {
-	if len(sh.pending) == 0 {
+	if len(sh.pending) == 0 || sh.ticks < sh.pendingDue {
 		return
 	}
 	due := make([]shard.Namespace, 0, len(sh.pending))
+	next := ^uint64(0)
 	for ns, po := range sh.pending {
 		if po.due <= sh.ticks {
 			due = append(due, ns)
+		} else {
+			next = min(next, po.due)
 		}
 	}
+	// Attempts below may push it further; deferOpen lowers it again.
+	sh.pendingDue = next
 	slices.Sort(due)
 	for _, ns := range due {
 		po := sh.pending[ns]

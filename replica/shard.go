@@ -123,8 +123,9 @@ type shardLoop struct {
 
 	// ticks counts consensus ticks; pending holds the partitions waiting
 	// to be opened again (pending.go).
-	ticks   uint64
-	pending map[shard.Namespace]*pendingOpen
+	ticks      uint64
+	pending    map[shard.Namespace]*pendingOpen
+	pendingDue uint64 // no pending open is due before this tick
 }
 
 type outTask struct {
