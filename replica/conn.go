@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/audit"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/vsr"
@@ -60,6 +61,9 @@ type conn struct {
 	token   metadata.TokenHash
 	byToken bool
 
+	audit   *audit.Client
+	reqBody []byte // body of the request being served (for denial lines)
+
 	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
 	ended  atomic.Bool
 	rr     uint32 // group polls without a partition: round robin over owned partitions
@@ -69,6 +73,7 @@ func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
 	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String()}
 	c.id = n.clients.nextID()
 	c.log = n.log.Named("conn").With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
+	c.audit = n.audit.Client(zap.Uint32("client", c.id), zap.String("addr", c.addr))
 	c.t.done = make(chan struct{}, 1)
 	return c
 }
@@ -154,6 +159,8 @@ func (c *conn) handle(frame []byte) bool {
 		return false
 	}
 	body := frame[wire.HeaderSize:]
+	c.reqBody = body
+	defer func() { c.reqBody = nil }() // do not pin a large frame while idle
 	if h.Client.IsZero() || !h.Operation.ClientAllowed() {
 		c.log.Info("closing connection: request header refused", zap.Stringer("operation", h.Operation))
 		return false
@@ -232,11 +239,13 @@ func (c *conn) okPayload(h *wire.RequestHeader, p wire.ReplyPayload) bool {
 }
 
 func (c *conn) status(h *wire.RequestHeader, code wire.Code) bool {
+	c.denied(h, code)
 	c.wbuf = wire.AppendStatusReply(c.wbuf[:0], h, code)
 	return c.write(c.wbuf)
 }
 
 func (c *conn) reject(h *wire.RequestHeader, code wire.Code) bool {
+	c.denied(h, code)
 	c.wbuf = wire.AppendRejectionReply(c.wbuf[:0], h, code)
 	return c.write(c.wbuf)
 }

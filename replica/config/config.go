@@ -197,6 +197,13 @@ type LoggingConfig struct {
 	RotationCheckInterval Duration `toml:"rotation_check_interval"`
 	Retention             Duration `toml:"retention"`
 	SysinfoPrintInterval  Duration `toml:"sysinfo_print_interval"`
+	// AuditLinesPerSecond and AuditClientLinesPerSecond bound the audit
+	// lines of denials and refused changes (package replica/audit) the
+	// node writes, and one client connection may cause, per second (bursts
+	// of as many); lines over budget are counted and the count logged with
+	// the connection's next line. iggo keys.
+	AuditLinesPerSecond       int `toml:"audit_lines_per_second"`
+	AuditClientLinesPerSecond int `toml:"audit_client_lines_per_second"`
 }
 
 type EncryptionConfig struct {
