@@ -69,7 +69,13 @@ type conn struct {
 
 	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
 	ended  atomic.Bool
-	rr     uint32 // group polls without a partition: round robin over owned partitions
+	// busy is set while a request is served; revokedSession once the session's
+	// credentials are gone (endRevoked): an idle connection closes at once,
+	// a busy one right after its reply, which may answer the very request
+	// that revoked them (a CLI deleting the token it logged in with).
+	busy           atomic.Bool
+	revokedSession atomic.Bool
+	rr             uint32 // group polls without a partition: round robin over owned partitions
 }
 
 func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
@@ -119,10 +125,12 @@ func (c *conn) serve() {
 		if cap(frame) > cap(c.rbuf) {
 			c.rbuf = frame[:wire.HeaderSize]
 		}
+		c.busy.Store(true)
 		start := time.Now()
 		ok := c.handle(frame)
 		c.n.metrics.ObserveRequest(c.transport, frame, time.Since(start))
-		if !ok {
+		c.busy.Store(false)
+		if !ok || c.revokedSession.Load() {
 			return
 		}
 		if cap(c.rbuf) > frameBufferKeep {
