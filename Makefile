@@ -20,7 +20,7 @@ export GOFLAGS := -buildvcs=$(BUILDVCS) -ldflags=-checklinkname=0
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
-.PHONY: all help build run cluster cluster-down bench-cluster test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos \
+.PHONY: all help build run cluster cluster-down bench-cluster bench-peers bench-scaling bench-disk test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos \
 	docker-binaries docker-image compose-up compose-demo compose-kill compose-down
 
 all: build
@@ -30,7 +30,9 @@ help: ## this list
 	@echo "make <target> [VAR=value ...]; targets:"
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 18
 	@echo "variables: ARGS (make run), CLUSTER_DIR, CLUSTER_BASE_PORT (make cluster), RUNS, DURATION, SEED,"
-	@echo "  CHAOS_ARGS (make chaos), SEEDS, TIME, BASE (make sim), FUZZTIME (make fuzz), DOCKER_IMAGE, COMPOSE_FILE, NODE"
+	@echo "  CHAOS_ARGS (make chaos), SEEDS, TIME, BASE (make sim), FUZZTIME (make fuzz), DOCKER_IMAGE, COMPOSE_FILE, NODE,"
+	@echo "  PEERS_OUT, PEERS_BATCHES, PEERS_PRODUCERS, PEERS_JS_MODES, PEERS_ARGS (make bench-peers),"
+	@echo "  SCALING_PRODUCERS, SCALING_PARTITIONS, SCALING_CELL_DATA, SCALING_BOOT_DATA (make bench-scaling)"
 
 build: ## bin/iggo-server and bin/iggo (version, commit and build date linked in)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
@@ -90,6 +92,70 @@ bench-cluster: build ## iggo bench pp against a single node, then a 3-node clust
 	  ./$(BIN)/iggo --tcp-server-address 127.0.0.1:$$(($(BENCH_CLUSTER_PORT)+$(BENCH_CLUSTER_NODE))) bench pp -p $(BENCH_PRODUCERS) -m 1000 -P 1000 \
 	    -b $(BENCH_CLUSTER_BATCHES) --durability $$d --progress none --remark "3-node local cluster" $(BENCH_CLUSTER_ARGS); \
 	done
+
+# iggo beside NATS JetStream in one run (tests/bench/peers; its short form
+# runs in `make test` as TestCompareShort): nats-server NATS_SERVER_VERSION
+# and the nats CLI NATS_CLI_VERSION are go-installed outside the module into
+# PEERS_TOOLS (reused while the version matches); then single node and 3
+# nodes, replicated vs JetStream R1/R3 file store with default sync and
+# persisted vs sync_interval: always, PEERS_PRODUCERS producers, 1,000-byte
+# messages: iggo bench pp in batches of 1,000 (PEERS_BATCHES per producer,
+# PEERS_PERSISTED_BATCHES on persisted rows) against nats bench js pub for
+# each of PEERS_JS_MODES with the same message count. The disk is measured
+# first (PEERS_DISK_BYTES in 16 MiB writes, each followed by fdatasync).
+# Writes PEERS_OUT/peers.md (table, ratios), peers.json and peers.png. The
+# servers' data lives under PEERS_WORK; every process started is stopped and
+# the directory removed afterwards, also when a run fails or is interrupted
+# (the tool's own clean-up, then this trap: it kills only pids listed in
+# PEERS_WORK/<run>/pids whose command line or environment names that directory).
+PEERS_OUT               ?= peers_results
+PEERS_WORK              ?= /tmp/iggo-peers
+PEERS_TOOLS             ?= $(HOME)/.cache/iggo-peers
+NATS_SERVER_VERSION     ?= v2.15.2
+NATS_CLI_VERSION        ?= v0.5.0
+PEERS_BATCHES           ?= 300
+PEERS_PERSISTED_BATCHES ?= 40
+PEERS_PRODUCERS         ?= 1,4
+PEERS_JS_MODES          ?= fast:1000,async:500
+PEERS_PORT              ?= 27290
+PEERS_DISK_BYTES        ?= 1GiB
+PEERS_ARGS              ?=
+PEERS_CLEANUP = if [ -f $$w/pids ]; then for p in $$(cat $$w/pids); do \
+	  if grep -qasF "$$w" /proc/$$p/cmdline /proc/$$p/environ 2>/dev/null; then kill $$p 2>/dev/null || true; fi; \
+	done; fi; \
+	if [ -d $$w/iggo-cluster ]; then ./$(BIN)/iggo cluster down --dir $$w/iggo-cluster --purge >/dev/null 2>&1 || true; fi; \
+	rm -rf $$w
+bench-peers: build ## iggo vs NATS JetStream, one run: table, ratios and chart in PEERS_OUT
+	$(GO) build -o $(BIN)/ ./tests/bench/peers/cmd/iggo-peers
+	@set -e; w=$(PEERS_WORK)/compare; trap '$(PEERS_CLEANUP)' EXIT; \
+	./$(BIN)/iggo-peers compare -bin $(BIN) -out $(PEERS_OUT) -work $$w -tools $(PEERS_TOOLS) \
+	  -nats-server-version $(NATS_SERVER_VERSION) -nats-version $(NATS_CLI_VERSION) \
+	  -batches $(PEERS_BATCHES) -persisted-batches $(PEERS_PERSISTED_BATCHES) -producers $(PEERS_PRODUCERS) \
+	  -js-modes $(PEERS_JS_MODES) -base-port $(PEERS_PORT) -disk-bytes $(PEERS_DISK_BYTES) $(PEERS_ARGS)
+
+# A scaling table of one node (tests/bench/peers; short form in `make test`
+# as TestScalingShort): for each of SCALING_PARTITIONS a fresh node, iggo
+# bench bpcg (SCALING_PRODUCERS producers and as many consumers in one
+# group polling while they send, SCALING_CELL_DATA in all) with the server's
+# peak RSS from /proc, then SCALING_BOOT_DATA written and the restart timed
+# (0: no boot rows). Writes PEERS_OUT/scaling.md and scaling.json.
+SCALING_PRODUCERS  ?= 1,4,16
+SCALING_PARTITIONS ?= 1,100,10000
+SCALING_CELL_DATA  ?= 1GB
+SCALING_BOOT_DATA  ?= 10GB
+SCALING_ARGS       ?=
+bench-scaling: build ## one node: producers x partitions (throughput, RSS), boot time with data
+	$(GO) build -o $(BIN)/ ./tests/bench/peers/cmd/iggo-peers
+	@set -e; w=$(PEERS_WORK)/scaling; trap '$(PEERS_CLEANUP)' EXIT; \
+	./$(BIN)/iggo-peers scaling -bin $(BIN) -out $(PEERS_OUT) -work $$w -producers $(SCALING_PRODUCERS) \
+	  -partitions $(SCALING_PARTITIONS) -cell-data $(SCALING_CELL_DATA) -boot-data $(SCALING_BOOT_DATA) \
+	  -base-port $(PEERS_PORT) $(SCALING_ARGS)
+
+# The disk's sequential write bandwidth: PEERS_DISK_BYTES in 16 MiB writes,
+# each followed by fdatasync, to a temporary file in DISK_DIR (removed).
+DISK_DIR ?= /tmp
+bench-disk: ## sequential write bandwidth with 16 MiB fdatasync batches
+	$(GO) run ./tests/bench/peers/cmd/iggo-peers disk -dir $(DISK_DIR) -bytes $(PEERS_DISK_BYTES) -chunk 16MiB
 
 vet: ## go vet ./...
 	$(GO) vet ./...

@@ -246,6 +246,14 @@ func runConsumer(ctx context.Context, e *actorEnv, spec consumerSpec, prog *acto
 	lastProgress := e.now()
 	began := false
 	backoff := time.Millisecond
+	// A group member's poll reads one of its partitions, the next one
+	// each time: it backs off only after a round of empty polls over all
+	// of them (at most every partition of the topic), so polls of empty
+	// partitions do not hold back the next one that has messages.
+	emptyRound, empty := 1, 0
+	if spec.group != nil {
+		emptyRound = max(e.p.Partitions, 1)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -281,13 +289,17 @@ func runConsumer(ctx context.Context, e *actorEnv, spec consumerSpec, prog *acto
 			if recvAt.Sub(lastProgress) > e.p.IdleTimeout {
 				return fmt.Errorf("%s: no messages for %s (received %d of %d produced into %s)", who, e.p.IdleTimeout, done, st.produced.Load(), st.name)
 			}
+			if empty++; empty < emptyRound {
+				continue
+			}
+			empty = 0
 			if err := sleepCtx(ctx, backoff); err != nil {
 				return err
 			}
 			backoff = min(2*backoff, 20*time.Millisecond)
 			continue
 		}
-		backoff = time.Millisecond
+		backoff, empty = time.Millisecond, 0
 		lastProgress = recvAt
 		var user uint64
 		origin := msgs[0].OriginTimestamp

@@ -40,7 +40,17 @@
 // Every run is bounded: producers stop after MessageBatches batches each
 // (or TotalData bytes in all), consumers once they have received
 // everything produced into what they read, and any actor that makes no
-// progress for IdleTimeout fails the run.
+// progress for IdleTimeout fails the run. A consumer that polls nothing
+// backs off (1 ms doubling to 20 ms); a consumer-group member, whose polls
+// take its partitions in turn, only after a round of empty polls as long
+// as the topic's partition count.
+//
+// # Partitions
+//
+// A topic gets up to MaxPartitions partitions: CREATE_TOPIC takes at most
+// 1,000 (wire.MaxPartitionsPerRequest), so a larger one is grown with
+// CREATE_PARTITIONS requests of at most 1,000 each. The server may refuse
+// a count beyond its partition cap (TooManyPartitions).
 package bench
 
 import (
@@ -258,9 +268,11 @@ func (p *Params) FollowActors() {
 // Limits on parameters; they keep a typo from asking for a million
 // connections.
 const (
-	MaxActors     = 1024
-	MaxStreams    = 10_000
-	MaxPartitions = 1000
+	MaxActors  = 1024
+	MaxStreams = 10_000
+	// MaxPartitions per topic; beyond wire.MaxPartitionsPerRequest the
+	// topic is grown with CREATE_PARTITIONS (see createTopic).
+	MaxPartitions = 100_000
 	MaxMessage    = 10 << 20 // payload bytes
 	MaxBatch      = 100_000  // messages per batch
 	maxBatchBytes = 60 << 20 // stays under the 64 MiB frame

@@ -300,7 +300,7 @@ func setup(ctx context.Context, admin *client.Client, p *Params) ([]*streamState
 			if !wire.IsNotFound(err) {
 				return states, created, fmt.Errorf("inspect %s: %w", name, err)
 			}
-			if _, err := admin.CreateTopic(ctx, wire.CreateTopic{StreamID: sid, PartitionsCount: uint32(p.Partitions), Name: TopicName, Options: topicOptions(p)}); err != nil {
+			if err := createTopic(ctx, admin, p, sid); err != nil {
 				return states, created, fmt.Errorf("create topic in %s: %w", name, err)
 			}
 			continue
@@ -314,7 +314,7 @@ func setup(ctx context.Context, admin *client.Client, p *Params) ([]*streamState
 			return states, created, fmt.Errorf("create stream %s: %w", name, err)
 		}
 		created = append(created, name)
-		if _, err := admin.CreateTopic(ctx, wire.CreateTopic{StreamID: sid, PartitionsCount: uint32(p.Partitions), Name: TopicName, Options: topicOptions(p)}); err != nil {
+		if err := createTopic(ctx, admin, p, sid); err != nil {
 			return states, created, fmt.Errorf("create topic in %s: %w", name, err)
 		}
 	}
@@ -330,6 +330,25 @@ func setup(ctx context.Context, admin *client.Client, p *Params) ([]*streamState
 		}
 	}
 	return states, created, nil
+}
+
+// createTopic creates the benchmark topic in stream sid with p.Partitions
+// partitions: CREATE_TOPIC takes at most wire.MaxPartitionsPerRequest, so a
+// larger topic is created with that many and grown with CREATE_PARTITIONS
+// requests of at most as many each.
+func createTopic(ctx context.Context, admin *client.Client, p *Params, sid wire.Identifier) error {
+	first := min(p.Partitions, wire.MaxPartitionsPerRequest)
+	if _, err := admin.CreateTopic(ctx, wire.CreateTopic{StreamID: sid, PartitionsCount: uint32(first), Name: TopicName, Options: topicOptions(p)}); err != nil {
+		return err
+	}
+	for have := first; have < p.Partitions; {
+		n := min(p.Partitions-have, wire.MaxPartitionsPerRequest)
+		if err := admin.CreatePartitions(ctx, sid, wire.MustNamedID(TopicName), uint32(n)); err != nil {
+			return fmt.Errorf("add partitions %d..%d: %w", have, have+n-1, err)
+		}
+		have += n
+	}
+	return nil
 }
 
 // existingMessages is what a reused topic offers its readers: partition 0

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/cmd/iggo/internal/fakeserver"
 	"github.com/iggo/iggo/wire"
 )
@@ -349,5 +350,30 @@ func TestActorsStartTogether(t *testing.T) {
 		if a.Summary.TotalMessages != 50 {
 			t.Fatalf("actor #%d sent %d messages", a.ID, a.Summary.TotalMessages)
 		}
+	}
+}
+
+// A topic with more partitions than CREATE_TOPIC takes is created with
+// 1,000 and grown by CREATE_PARTITIONS requests of at most 1,000.
+func TestRunCreatesTopicsBeyondOneRequest(t *testing.T) {
+	srv := startFake(t)
+	p := tiny(BalancedProducer, srv.Addr())
+	p.Partitions = 2345
+	p.KeepStreams = true
+	run(t, p)
+	if n := srv.Requests(wire.CmdCreatePartitions); n != 2 {
+		t.Fatalf("%d CREATE_PARTITIONS requests, want 2 (1000 + 1000 + 345)", n)
+	}
+	c, err := client.Dial(context.Background(), clientConfig(&p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	td, err := c.GetTopic(context.Background(), wire.MustNamedID(StreamName(1)), wire.MustNamedID(TopicName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if td.PartitionsCount != 2345 || len(td.Partitions) != 2345 {
+		t.Fatalf("topic has %d partitions (%d listed), want 2345", td.PartitionsCount, len(td.Partitions))
 	}
 }
