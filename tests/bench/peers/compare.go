@@ -35,9 +35,9 @@ type CompareOptions struct {
 	// replicated rows, PersistedBatches on persisted ones (0: Batches);
 	// JetStream publishes the same total, Producers × batches × BatchSize.
 	Batches, PersistedBatches uint64
-	BatchSize   int
-	MessageSize int
-	Producers   []int
+	BatchSize                 int
+	MessageSize               int
+	Producers                 []int
 	// Setups (SetupSingle, SetupCluster) and Durabilities ("replicated",
 	// "persisted") to run, in order.
 	Setups       []string

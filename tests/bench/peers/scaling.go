@@ -66,17 +66,17 @@ type BootRow struct {
 
 // ScalingResult is what Scaling measured.
 type ScalingResult struct {
-	Started        time.Time     `json:"started"`
-	Host           string        `json:"host"`
-	Cores          int           `json:"cores"`
-	NoFile         uint64        `json:"rlimit_nofile"`
-	Durability     string        `json:"durability"`
-	MessageSize    int           `json:"message_size"`
-	BatchSize      int           `json:"batch_size"`
-	CellData       uint64        `json:"cell_data_bytes"`
-	BootData       uint64        `json:"boot_data_bytes"`
-	Cells          []ScalingCell `json:"cells"`
-	Boots          []BootRow     `json:"boots"`
+	Started     time.Time     `json:"started"`
+	Host        string        `json:"host"`
+	Cores       int           `json:"cores"`
+	NoFile      uint64        `json:"rlimit_nofile"`
+	Durability  string        `json:"durability"`
+	MessageSize int           `json:"message_size"`
+	BatchSize   int           `json:"batch_size"`
+	CellData    uint64        `json:"cell_data_bytes"`
+	BootData    uint64        `json:"boot_data_bytes"`
+	Cells       []ScalingCell `json:"cells"`
+	Boots       []BootRow     `json:"boots"`
 }
 
 // Scaling runs the scaling table and writes scaling.md and scaling.json.
