@@ -255,50 +255,80 @@ func (c *conn) poll(h *wire.RequestHeader, body []byte) bool {
 	if err := req.DecodeBody(body); err != nil {
 		return c.emptyPoll(h, 0, 0)
 	}
+	if req.WaitMillis > 0 {
+		return c.pollWaiting(h, &req)
+	}
+	var st pollStep
+	if replied, ok := c.pollOnce(h, &req, &st); replied {
+		return ok
+	}
+	return c.pollFinish(h)
+}
+
+// pollStep is what pollOnce resolved: the partition it polled and, for a
+// consumer-group poll without a partition, how many partitions the member
+// owns (1 otherwise).
+type pollStep struct {
+	tg    target
+	owned int
+}
+
+// pollOnce resolves a poll and runs it on the owning shard, leaving the
+// result in c.t.poll. replied says the request was answered already (a
+// refusal or a resync), with ok false when the connection must close.
+func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollStep) (replied, ok bool) {
 	view := c.n.store.View()
-	st, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
+	st0, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
 	if code != 0 {
-		return c.status(h, code)
+		return true, c.status(h, code)
 	}
 	uid := c.user()
-	if !view.Allowed(uid, metadata.ActionPollMessages, st.ID, tp.ID) {
-		return c.status(h, wire.CodeUnauthorized)
+	if !view.Allowed(uid, metadata.ActionPollMessages, st0.ID, tp.ID) {
+		return true, c.status(h, wire.CodeUnauthorized)
 	}
 	key, g, code := consumerKey(tp, req.Consumer)
 	if code != 0 {
-		return c.status(h, code)
+		return true, c.status(h, code)
 	}
 	pid := uint32(0)
 	if req.Partition.Set {
 		pid = req.Partition.ID
 	}
+	st.owned = 1
 	if g != nil {
 		client := c.clientID()
 		if req.Partition.Set {
 			if !g.Owns(client, pid) {
-				return c.emptyPoll(h, wire.ResyncPartition, 0)
+				return true, c.emptyPoll(h, wire.ResyncPartition, 0)
 			}
 		} else {
 			_, owned, ok := g.Assignment(client)
 			if !ok || len(owned) == 0 {
-				return c.emptyPoll(h, wire.ResyncPartition, 0)
+				return true, c.emptyPoll(h, wire.ResyncPartition, 0)
 			}
 			pid = owned[c.rr%uint32(len(owned))]
 			c.rr++
+			st.owned = len(owned)
 		}
 	}
-	tg, code := c.target(st, tp, pid)
+	tg, code := c.target(st0, tp, pid)
 	if code != 0 {
-		return c.status(h, code)
+		return true, c.status(h, code)
 	}
+	st.tg = tg
 	c.t.kind, c.t.ns, c.t.rev, c.t.user, c.t.key = tkPoll, tg.ns, tg.rev, uid, key
 	c.t.strategy, c.t.count, c.t.auto = req.Strategy, req.Count, req.AutoCommit
 	if !c.run(tg.shard) {
-		return false
+		return true, false
 	}
 	if c.t.status != 0 {
-		return c.status(h, wire.Code(c.t.status))
+		return true, c.status(h, wire.Code(c.t.status))
 	}
+	return false, true
+}
+
+// pollFinish answers with the records pollOnce left in c.t.poll.
+func (c *conn) pollFinish(h *wire.RequestHeader) bool {
 	if c.n.atRest.codec != nil && len(c.t.poll.parts) > 0 {
 		buf, parts, code := c.n.decodePoll(c.dbuf, c.t.poll.parts)
 		c.dbuf = buf

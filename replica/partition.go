@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard"
@@ -99,6 +100,8 @@ type partition struct {
 	avgRecord    float64
 
 	stats *partStats
+	// feed wakes polls waiting for this partition's messages (publish).
+	feed *longpoll.Feed
 
 	// State transfer (transfer_partition.go, cluster mode).
 	segCfg     segment.Config
@@ -245,6 +248,7 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
 	sh.parts[ns] = p
 	sh.drive()
 	p.g.bootBodies = nil
+	p.feed = sh.n.waits.Open(uint64(ns), spec.revision)
 	p.publish()
 	return p, nil
 }
@@ -505,6 +509,9 @@ func (p *partition) publish() {
 	}
 	s.size.Store(uint64(p.seg.Size()))
 	s.messages.Store(p.seg.MessageCount())
+	// Polls waiting for these messages wake now: the records are in the
+	// segments, where the next poll reads them.
+	p.feed.Publish(min(p.next, p.seg.NextOffset()))
 }
 
 // ---------------------------------------------------------------------------
@@ -941,6 +948,10 @@ type pollResult struct {
 	lastOffset uint64
 	parts      [][]byte
 	hdrs       [2][wire.BatchHeaderSize]byte
+	// An empty poll that may wait (long polling): it would find messages
+	// once the partition's visible end passes need.
+	waitable bool
+	need     uint64
 	// consumer offset reads
 	found  bool
 	stored uint64
@@ -953,7 +964,12 @@ func (p *partition) poll(t *task) {
 	r := &t.poll
 	r.partition, r.current, r.count = p.id, p.current(), 0
 	r.parts = r.parts[:0]
-	if p.next == 0 || t.count == 0 {
+	r.waitable, r.need = false, 0
+	if t.count == 0 {
+		return
+	}
+	if p.next == 0 {
+		r.waitable = true
 		return
 	}
 	first := p.seg.FirstOffset()
@@ -968,6 +984,7 @@ func (p *partition) poll(t *task) {
 			return
 		}
 		if !ok {
+			r.waitable, r.need = true, p.next
 			return
 		}
 		start = ri.BaseOffset
@@ -987,6 +1004,7 @@ func (p *partition) poll(t *task) {
 	}
 	start = max(start, first)
 	if start > r.current {
+		r.waitable, r.need = true, start
 		return
 	}
 	limit := p.sh.n.pollBufferMax
@@ -1206,6 +1224,7 @@ func (p *partition) proposeRetention(t *metadata.Topic, now uint64) {
 
 // close releases the partition's files.
 func (p *partition) close() {
+	p.feed.Close()
 	if p.g != nil && !p.g.closed {
 		p.g.drop(uint32(wire.CodePartitionNotFound))
 	}
