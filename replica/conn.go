@@ -61,7 +61,7 @@ type conn struct {
 
 	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
 	ended  atomic.Bool
-	rr     uint32 // group polls without a partition: round robin over owned partitions
+	rr     uint32   // group polls without a partition: round robin over owned partitions
 	lp     connWait // long polling (conn_wait.go)
 }
 

@@ -134,8 +134,8 @@ type Node struct {
 	bound   string
 	started time.Time
 
-	clients   clientRegistry
-	audit     *audit.Log
+	clients clientRegistry
+	audit   *audit.Log
 	// waits parks polls that wait for messages (long_poll.*; conn_wait.go).
 	waits     *longpoll.Hub
 	waitMax   time.Duration
