@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 
+	"github.com/iggo/iggo/replica/codec"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/vsr"
@@ -102,22 +103,25 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 	}
 	c.t.kind, c.t.ns, c.t.rev, c.t.user = tkSend, tg.ns, tg.rev, uid
 	c.t.body, c.t.owned = req.Batch.Bytes(), false
-	if c.n.atRest.codec != nil {
-		// Encrypted once here, before the prepare: the journal, every
-		// replica and the segments hold the same stored bytes. A cluster
-		// node encodes into a fresh buffer the prepare may keep, instead
-		// of reusing one the owning shard would have to copy.
+	if alg := topicAlgorithm(tp.Config.Compression); c.n.atRest.sealed() || alg != codec.None {
+		// Compressed and encrypted once here, before the prepare: the
+		// journal, every replica and the segments hold the same stored
+		// bytes. A cluster node encodes into a fresh buffer the prepare
+		// may keep, instead of reusing one the owning shard would have to
+		// copy.
 		dst := c.ebuf[:0]
 		if c.n.replicaCount > 1 {
 			dst = nil
 		}
-		enc, code := c.n.encodeSend(dst, req.Batch)
+		enc, changed, code := c.n.encodeSend(dst, req.Batch, alg)
 		if code != 0 {
 			return c.status(h, code)
 		}
-		c.t.body, c.t.owned = enc, c.n.replicaCount > 1
-		if !c.t.owned {
-			c.ebuf = enc
+		if changed {
+			c.t.body, c.t.owned = enc, c.n.replicaCount > 1
+			if !c.t.owned {
+				c.ebuf = enc
+			}
 		}
 	}
 	ok := c.run(tg.shard)
@@ -329,13 +333,12 @@ func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollS
 
 // pollFinish answers with the records pollOnce left in c.t.poll.
 func (c *conn) pollFinish(h *wire.RequestHeader) bool {
-	if c.n.atRest.codec != nil && len(c.t.poll.parts) > 0 {
-		buf, parts, code := c.n.decodePoll(c.dbuf, c.t.poll.parts)
+	if (c.n.atRest.sealed() || c.t.poll.compressed) && len(c.t.poll.parts) > 0 {
+		buf, code := c.n.decodePoll(c.dbuf, &c.t.poll)
 		c.dbuf = buf
 		if code != 0 {
 			return c.status(h, code)
 		}
-		c.t.poll.parts = append(c.t.poll.parts[:0], parts...)
 	}
 	return c.pollReply(h)
 }

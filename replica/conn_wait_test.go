@@ -151,7 +151,9 @@ func TestLongPollDeadline(t *testing.T) {
 	if d := time.Since(start); d < 400*time.Millisecond || d > 15*time.Second {
 		t.Fatalf("a 20 s wait capped at 400 ms answered after %v", d)
 	}
-	if s := n.waits.Stats(); s.Expired != 2 || s.Waiting != 0 || s.Delivers != 0 {
+	// Each poll waited until its deadline (a loaded machine may spend a
+	// short wait in the first round trip and not park at all).
+	if s := n.waits.Stats(); s.Waits < 1 || s.Expired != s.Waits || s.Woken != 0 || s.Waiting != 0 || s.Delivers != 0 {
 		t.Fatalf("stats %+v", s)
 	}
 }

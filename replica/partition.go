@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/codec"
 	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/segment"
@@ -952,9 +953,32 @@ type pollResult struct {
 	// once the partition's visible end passes need.
 	waitable bool
 	need     uint64
+	// compressed: some part is a compressed record (codec.Compressed),
+	// which the connection must decode; those that overrun the poll's
+	// range come whole, with the range to keep in cuts.
+	compressed bool
+	cuts       [2]pollCut
+	ncut       int
 	// consumer offset reads
 	found  bool
 	stored uint64
+}
+
+// pollCut is the part of a whole compressed record a poll returns: count
+// messages from offset from (offsets are dense).
+type pollCut struct {
+	part  int
+	from  uint64
+	count uint32
+}
+
+func (r *pollResult) cutOf(part int) (pollCut, bool) {
+	for _, c := range r.cuts[:r.ncut] {
+		if c.part == part {
+			return c, true
+		}
+	}
+	return pollCut{}, false
 }
 
 // poll serves a poll on the owning shard: it finds the start offset, copies
@@ -965,6 +989,7 @@ func (p *partition) poll(t *task) {
 	r.partition, r.current, r.count = p.id, p.current(), 0
 	r.parts = r.parts[:0]
 	r.waitable, r.need = false, 0
+	r.compressed, r.ncut = false, 0
 	if t.count == 0 {
 		return
 	}
@@ -1055,11 +1080,29 @@ func (p *partition) poll(t *task) {
 		if base+uint64(mc) <= from {
 			continue
 		}
+		compressed := codec.Compressed(rec[wire.BatchHeaderSize:])
+		r.compressed = r.compressed || compressed
 		if base >= from && mc <= remaining {
 			r.parts = append(r.parts, rec)
 			r.count += mc
 			remaining -= mc
 			from = base + uint64(mc)
+			continue
+		}
+		if compressed {
+			// Its messages all sit in its first frame: it goes whole, and
+			// the connection cuts it after decoding.
+			if r.ncut == len(r.cuts) {
+				panic(fmt.Sprintf("replica: partition %s: poll cut more than two records", p.ns))
+			}
+			at := max(from, base)
+			take := uint32(min(base+uint64(mc), at+uint64(remaining)) - at)
+			r.cuts[r.ncut] = pollCut{part: len(r.parts), from: at, count: take}
+			r.ncut++
+			r.parts = append(r.parts, rec)
+			r.count += take
+			remaining -= take
+			from = at + uint64(take)
 			continue
 		}
 		v, err := wire.ParseBatch(rec)

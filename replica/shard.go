@@ -92,6 +92,7 @@ func (t *task) resetResult() {
 	t.status, t.vstatus, t.evict, t.op, t.reply = 0, 0, 0, 0, nil
 	t.poll.count, t.poll.parts, t.poll.found = 0, t.poll.parts[:0], false
 	t.poll.waitable, t.poll.need = false, 0
+	t.poll.compressed, t.poll.ncut = false, 0
 }
 
 // shardLoop is one shard's handler: the consensus groups it owns (the
