@@ -60,6 +60,7 @@ type partStats struct {
 	current  atomic.Uint64
 	size     atomic.Uint64
 	messages atomic.Uint64
+	original atomic.Uint64 // size before compression (partition_sizes.go)
 }
 
 // partition is one partition's state machine and storage on its owning
@@ -103,6 +104,7 @@ type partition struct {
 	stats *partStats
 	// feed wakes polls waiting for this partition's messages (publish).
 	feed *longpoll.Feed
+	orig origSizes
 
 	// State transfer (transfer_partition.go, cluster mode).
 	segCfg     segment.Config
@@ -217,6 +219,10 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
 	}
 	p.seg = seg
 	p.written = seg.NextOffset()
+	if err := p.openOrigSizes(); err != nil {
+		_ = seg.Close()
+		return nil, err
+	}
 	p.diskGen, err = readPurgeGen(sh.fs, dir)
 	if err != nil {
 		_ = seg.Close()
@@ -408,6 +414,7 @@ func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
 		if base != p.written {
 			panic(fmt.Sprintf("replica: partition %s op %d: batch at %d leaves a hole after %d", p.ns, h.Op(), base, p.written))
 		}
+		p.markCompressed(body)
 		p.pending = append(p.pending, body)
 		p.written = base + n
 		p.unsyncedMsgs += n
@@ -452,6 +459,7 @@ func (p *partition) flushSegments() {
 			p.unhinted += uint64(len(r))
 		}
 		p.followAppend(st, p.pending[:st.Records])
+		p.noteWritten(st.Segment, p.pending[:st.Records])
 		p.releaseWritten(st.Records)
 		p.pending = p.pending[st.Records:]
 	}
@@ -510,6 +518,10 @@ func (p *partition) publish() {
 	}
 	s.size.Store(uint64(p.seg.Size()))
 	s.messages.Store(p.seg.MessageCount())
+	if err := p.reconcileOrig(); err != nil {
+		p.log.Error("original sizes", zap.Error(err))
+	}
+	s.original.Store(p.orig.total)
 	// Polls waiting for these messages wake now: the records are in the
 	// segments, where the next poll reads them.
 	p.feed.Publish(min(p.next, p.seg.NextOffset()))

@@ -385,6 +385,7 @@ func (sh *shardLoop) flushSegments() {
 				p.unhinted += uint64(len(r))
 			}
 			p.followAppend(s.st, p.pending[:s.n])
+			p.noteWritten(s.st.Segment, p.pending[:s.n])
 			p.releaseWritten(s.n)
 			p.pending = p.pending[s.n:]
 			if len(p.pending) > 0 {

@@ -222,6 +222,7 @@ func (n *Node) stats(view *metadata.State) wire.Stats {
 	n.partStats.Range(func(_, v any) bool {
 		ps := v.(*partStats)
 		s.MessagesSizeBytes += ps.size.Load()
+		s.MessagesOriginalSizeBytes += ps.original.Load()
 		s.MessagesCount += ps.messages.Load()
 		s.Segments += ps.segments.Load()
 		return true
@@ -255,6 +256,7 @@ func (n *Node) logSysinfo() {
 		zap.Uint32("clients", s.ClientsCount),
 		zap.Uint64("messages", s.MessagesCount),
 		size("messages_size", s.MessagesSizeBytes),
+		size("messages_size_original", s.MessagesOriginalSizeBytes),
 		size("read", s.ReadBytes),
 		size("written", s.WrittenBytes),
 		zap.Uint32("threads", s.ThreadsCount),

@@ -131,11 +131,31 @@ func Compressed(frames []byte) bool {
 
 // OriginalSize is the size of a stored record's client form: what the
 // producer sent, with the server's stamps.
-func OriginalSize(rec []byte) (uint64, error) {
+func (s *Stack) OriginalSize(rec []byte) (uint64, error) {
 	if len(rec) < wire.BatchHeaderSize {
 		return 0, fmt.Errorf("codec: record of %d bytes", len(rec))
 	}
 	frames := rec[wire.BatchHeaderSize:]
+	if !Compressed(frames) && s.Sealed() {
+		// Sections: every payload and every non-empty user-headers block
+		// carries a nonce and a tag.
+		var sealed uint64
+		for off := 0; off < len(frames); {
+			f, err := frameAt(frames, off)
+			if err != nil {
+				return 0, err
+			}
+			sealed++
+			if f.UserHeadersLen() > 0 {
+				sealed++
+			}
+			off += len(f)
+		}
+		if sealed*Overhead > uint64(len(rec)) {
+			return 0, fmt.Errorf("codec: sealed record of %d bytes with %d sections", len(rec), sealed)
+		}
+		return uint64(len(rec)) - sealed*Overhead, nil
+	}
 	if Compressed(frames) {
 		n := uint64(binary.LittleEndian.Uint32(rec[48:]))
 		body := uint64(binary.LittleEndian.Uint32(frames[wire.FrameHeaderSize+4:]))
