@@ -55,14 +55,25 @@ type conn struct {
 	client  wire.Uint128
 	session uint64
 	userID  uint32
+	// token is the hash of the personal access token the session was opened
+	// with (byToken), recorded before the Register is submitted so that its
+	// deletion ends the session even while the login is in flight.
+	token   metadata.TokenHash
+	byToken bool
 
 	audit   *audit.Client
 	reqBody []byte // body of the request being served (for denial lines)
 
 	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
 	ended  atomic.Bool
-	rr     uint32   // group polls without a partition: round robin over owned partitions
-	lp     connWait // long polling (conn_wait.go)
+	// busy is set while a request is served; revokedSession once the session's
+	// credentials are gone (endRevoked): an idle connection closes at once,
+	// a busy one right after its reply, which may answer the very request
+	// that revoked them (a CLI deleting the token it logged in with).
+	busy           atomic.Bool
+	revokedSession atomic.Bool
+	rr             uint32   // group polls without a partition: round robin over owned partitions
+	lp             connWait // long polling (conn_wait.go)
 }
 
 func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
@@ -112,7 +123,10 @@ func (c *conn) serve() {
 		if cap(frame) > cap(c.rbuf) {
 			c.rbuf = frame[:wire.HeaderSize]
 		}
-		if !c.handle(frame) {
+		c.busy.Store(true)
+		ok := c.handle(frame)
+		c.busy.Store(false)
+		if !ok || c.revokedSession.Load() {
 			return
 		}
 		if cap(c.rbuf) > frameBufferKeep {
@@ -176,11 +190,15 @@ func (c *conn) handle(frame []byte) bool {
 		return c.logout(&h)
 	}
 	c.mu.Lock()
-	bound, session := c.bound, c.session
+	bound, session, client := c.bound, c.session, c.client
 	c.mu.Unlock()
 	switch {
 	case !bound || h.Session == 0:
 		return c.evict(&h, wire.EvictNoSession)
+	case h.Client != client:
+		// Another client id than this connection's session: a request must
+		// not act under a session it did not open.
+		return c.evict(&h, wire.EvictSessionError)
 	case h.Request == 0:
 		return c.evict(&h, wire.EvictInvalidRequestBody)
 	case h.Session < session:
@@ -355,6 +373,7 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 			return c.evict(h, wire.EvictUserInactive)
 		}
 	}
+	byPassword := u
 	if u == nil && reg.Token != nil {
 		u, code = view.AuthenticateToken(reg.Token.Token, nowMicros())
 		switch {
@@ -368,6 +387,13 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
 	body5 := []byte{registerUser, 0, 0, 0, 0}
+	var tok metadata.TokenHash
+	if u != byPassword {
+		tok = metadata.HashToken(reg.Token.Token)
+		body5[0] = registerToken
+		body5 = append(body5, tok[:]...)
+	}
+	c.setLoginToken(tok, u != byPassword)
 	binary.LittleEndian.PutUint32(body5[1:], u.ID)
 	c.t.kind = tkMeta
 	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: u.ID, Body: body5}
@@ -388,6 +414,8 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	case 0:
 	case uint32(wire.CodeUserInactive):
 		return c.evict(h, wire.EvictUserInactive)
+	case uint32(wire.CodeInvalidPersonalAccessToken):
+		return c.evict(h, wire.EvictInvalidToken)
 	default:
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
@@ -398,6 +426,9 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, u.ID
 	c.mu.Unlock()
 	c.member.Store(false)
+	if c.revoked() {
+		return false
+	}
 	return c.loginReply(h, u.ID, c.t.op)
 }
 
@@ -411,6 +442,7 @@ func (c *conn) logout(h *wire.RequestHeader) bool {
 	bound, client := c.bound, c.client
 	c.bound, c.session, c.userID = false, 0, 0
 	c.client = wire.Uint128{}
+	c.token, c.byToken = metadata.TokenHash{}, false
 	c.mu.Unlock()
 	c.member.Store(false)
 	if bound {
