@@ -301,6 +301,9 @@ follows too.`,
 			if wait < 0 || wait > maxPollWait || (wait > 0 && wait < time.Millisecond) {
 				return Usagef("--wait must be between 1ms and %s", maxPollWait)
 			}
+			if follow && !cmd.Flags().Changed("message-count") {
+				count = 1000 // a tail reads what arrived in one poll, not one message per poll
+			}
 			if follow && outputFile != "" {
 				return Usagef("--follow prints messages as they arrive; it cannot be combined with --output-file")
 			}
@@ -366,7 +369,7 @@ follows too.`,
 	f.BoolVarP(&first, "first", "f", false, "start at the first message")
 	f.BoolVarP(&last, "last", "l", false, "the last --message-count messages")
 	f.BoolVarP(&next, "next", "n", false, "start after the consumer's stored offset")
-	f.Uint32VarP(&count, "message-count", "m", 1, "how many messages to poll at most")
+	f.Uint32VarP(&count, "message-count", "m", 1, "how many messages to poll at most (per poll; 1000 with --follow)")
 	f.BoolVarP(&autoCommit, "auto-commit", "a", false, "store the offset of the last polled message for the consumer")
 	f.StringVarP(&consumer, "consumer", "c", "0", "consumer id or name (offsets are kept per consumer)")
 	f.BoolVarP(&showHdrs, "show-headers", "s", false, "add a column per message header")
