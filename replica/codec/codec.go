@@ -28,11 +28,14 @@
 //     payload, and every non-empty user-headers block, by s.Seal of it; an
 //     empty user-headers block stays empty. Each frame's payload_len and
 //     user_headers_len give the sealed lengths.
-//   - Compressed: all the messages' bytes in one block, the user-headers
-//     section of frame 0. Frame 0 has payload_len 0 and user_headers_len
-//     the block's length; frames 1..n-1 keep their headers (id,
-//     offset_delta, timestamp_delta) with both lengths 0. The block,
-//     little-endian:
+//   - Compressed (below).
+//
+// # Compressed form
+//
+// All the messages' bytes sit in one block, the user-headers section of
+// frame 0: frame 0 has payload_len 0 and user_headers_len the block's
+// length; frames 1..n-1 keep their headers (id, offset_delta,
+// timestamp_delta) with both lengths 0. The block, little-endian:
 //
 //	off  size  field
 //	  0     1  marker 0x00 (no client user-headers block starts with kind 0,
@@ -49,13 +52,14 @@
 //	 16     …  the body compressed with the algorithm, and then, with flag
 //	           bit 0, sealed as one section (nonce ‖ ciphertext ‖ tag)
 //
-//     The body is, per message in order, [payload_len u32][user_headers_len
-//     u32][payload][user headers]. A compressed record is never cut by a
-//     poll on the shard (its bytes all sit in frame 0): the partition hands
-//     it over whole with the range to keep, and the connection cuts the
-//     decoded record. Decode refuses a body larger than the node's largest
-//     record, a size or checksum that does not match, and frames 1..n-1
-//     that hold bytes.
+// The body is, per message in order, [payload_len u32][user_headers_len
+// u32][payload][user headers]. A compressed record is never cut by a poll
+// on the shard (its bytes all sit in frame 0): the partition hands it over
+// whole with the range to keep, and the connection cuts the decoded
+// record. Decode refuses a body larger than the node's largest record, a
+// size or checksum that does not match, and frames 1..n-1 that hold bytes.
+// Every message still costs its 48-byte frame header uncompressed, which
+// bounds what compression can save on small messages.
 //
 // Encode stores a batch uncompressed when the compressed form would not be
 // smaller, so incompressible data costs nothing but the attempt. A
