@@ -103,8 +103,8 @@ func (env *Env) benchKindCmd(kind bench.Kind, alias, short string) *cobra.Comman
 	f.DurationVarP(&bf.sampling, "sampling-time", "t", d.SamplingTime, "time-series bucket")
 	f.IntVarP(&bf.window, "moving-average-window", "W", d.MovingAverageWindow, "samples averaged in the charts")
 	f.DurationVar(&bf.idle, "idle-timeout", d.IdleTimeout, "fail when an actor makes no progress this long")
-	if d.Consumers > 0 || kind == bench.EndToEndProducingConsumer {
-		f.DurationVar(&bf.pollWait, "poll-wait", 0, "consumers' polls wait on the server up to this long for messages (iggo long polling; 0: poll with a client-side backoff)")
+	if d.Consumers > 0 {
+		f.DurationVar(&bf.pollWait, "poll-wait", 0, "consumers' polls wait on the server up to this long for messages (iggo long polling; a poll's latency then includes its wait; 0: poll with a client-side backoff)")
 	}
 	if d.Producers > 0 {
 		f.IntVarP(&bf.producers, "producers", "p", d.Producers, "producing actors")
