@@ -41,6 +41,9 @@ type conn struct {
 	addr  string
 	log   *zap.Logger
 	r     *bufio.Reader
+	// transport is what GET_CLIENT(S) report (wire.TransportTCP, ...) and
+	// the label of the request metrics.
+	transport uint8
 
 	rbuf []byte
 	ebuf []byte // a send's stored form (encryption at rest, single node)
@@ -77,7 +80,7 @@ type conn struct {
 }
 
 func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
-	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String()}
+	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: wire.TransportTCP}
 	c.id = n.clients.nextID()
 	c.log = n.log.Named("conn").With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
 	c.audit = n.audit.Client(zap.Uint32("client", c.id), zap.String("addr", c.addr))
@@ -124,7 +127,9 @@ func (c *conn) serve() {
 			c.rbuf = frame[:wire.HeaderSize]
 		}
 		c.busy.Store(true)
+		start := time.Now()
 		ok := c.handle(frame)
+		c.n.metrics.ObserveRequest(c.transport, frame, time.Since(start))
 		c.busy.Store(false)
 		if !ok || c.revokedSession.Load() {
 			return
@@ -386,17 +391,31 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	if u == nil {
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
-	body5 := []byte{registerUser, 0, 0, 0, 0}
-	var tok metadata.TokenHash
+	var tok *metadata.TokenHash
 	if u != byPassword {
-		tok = metadata.HashToken(reg.Token.Token)
-		body5[0] = registerToken
-		body5 = append(body5, tok[:]...)
+		th := metadata.HashToken(reg.Token.Token)
+		tok = &th
 	}
-	c.setLoginToken(tok, u != byPassword)
-	binary.LittleEndian.PutUint32(body5[1:], u.ID)
+	return c.register(h, u.ID, tok, bound, client)
+}
+
+// register binds this connection to a new session of an authenticated user
+// (the Register operation of the metadata group; tok: the personal access
+// token it logged in with, whose deletion ends the session) and answers
+// the login; bound and client describe the session the connection held
+// before.
+func (c *conn) register(h *wire.RequestHeader, uid uint32, tok *metadata.TokenHash, bound bool, client wire.Uint128) bool {
+	body5 := []byte{registerUser, 0, 0, 0, 0}
+	var th metadata.TokenHash
+	if tok != nil {
+		th = *tok
+		body5[0] = registerToken
+		body5 = append(body5, th[:]...)
+	}
+	c.setLoginToken(th, tok != nil)
+	binary.LittleEndian.PutUint32(body5[1:], uid)
 	c.t.kind = tkMeta
-	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: u.ID, Body: body5}
+	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: uid, Body: body5}
 	if !c.run(0) {
 		return false
 	}
@@ -423,13 +442,13 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 		c.leaveGroupsOf(client)
 	}
 	c.mu.Lock()
-	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, u.ID
+	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, uid
 	c.mu.Unlock()
 	c.member.Store(false)
 	if c.revoked() {
 		return false
 	}
-	return c.loginReply(h, u.ID, c.t.op)
+	return c.loginReply(h, uid, c.t.op)
 }
 
 func (c *conn) loginReply(h *wire.RequestHeader, uid uint32, session uint64) bool {

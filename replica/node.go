@@ -26,9 +26,11 @@ import (
 	"github.com/iggo/iggo/replica/datadir"
 	"github.com/iggo/iggo/replica/fdbudget"
 	"github.com/iggo/iggo/replica/gossip"
+	"github.com/iggo/iggo/replica/httpapi"
 	"github.com/iggo/iggo/replica/limitlog"
 	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
@@ -71,6 +73,9 @@ type Options struct {
 	// first and write the ports into the roster).
 	ClientListener  net.Listener
 	ReplicaListener net.Listener
+	// HTTPListener, when set, is adopted instead of binding http.address
+	// (with http.enabled).
+	HTTPListener net.Listener
 	// DataDir, when set, is the lock of Config.Path already taken
 	// (LockDataDir); the node owns it from Start on and releases it in
 	// Close. Nil: Start takes it.
@@ -111,6 +116,12 @@ type Node struct {
 	freshTarget uint64
 	// installs counts checkpoints installed by state transfer.
 	installs atomic.Uint64
+	// metrics are the Prometheus instruments (package metrics); the HTTP
+	// API serves them.
+	metrics *metrics.Metrics
+	// http is the HTTP API server on shard 0 once it serves (nil when
+	// http.enabled is false); httpSrv the one bindHTTP built.
+	http, httpSrv *httpapi.Server
 
 	store     *metadata.Store
 	rt        *shard.Runtime[*task]
@@ -142,6 +153,9 @@ type Node struct {
 	handoff *shard.RoundRobin
 	bound   string
 	started time.Time
+	// The HTTP API's listeners (bindHTTP) and bound addresses.
+	httpLn, metricsLn       net.Listener
+	httpBound, metricsBound string
 
 	clients clientRegistry
 	audit   *audit.Log
@@ -225,8 +239,12 @@ func New(opts Options) (*Node, error) {
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
 	n.limitLog = limitlog.New(n.log, limitlog.DefaultInterval)
+	n.metrics = metrics.New(n)
 	return n, nil
 }
+
+// Metrics returns the node's Prometheus instruments.
+func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
 // partitionBudget sets the node-wide partition cap this node admits
 // creations under (package fdbudget): metadata.partitions_max, lowered to
@@ -256,6 +274,9 @@ func (n *Node) Log() *zap.Logger { return n.log }
 
 // Addr is the bound client address (after Start).
 func (n *Node) Addr() string { return n.bound }
+
+// HTTPAddr is the bound HTTP API address ("" when http.enabled is false).
+func (n *Node) HTTPAddr() string { return n.httpBound }
 
 // Store returns the published metadata (read-only views).
 func (n *Node) Store() *metadata.Store { return n.store }
@@ -306,6 +327,7 @@ func (n *Node) Start() (err error) {
 			if n.plane != nil {
 				_ = n.plane.Close()
 			}
+			n.stopHTTP()
 			_ = n.ln.Close()
 		}
 		n.releaseDataDir()
@@ -394,7 +416,7 @@ func (n *Node) Start() (err error) {
 	}
 	n.startBackground()
 	n.startMemberEviction()
-	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("path", cfg.Path),
+	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("http", n.httpBound), zap.String("path", cfg.Path),
 		zap.String("version", ServerVersion))
 	return nil
 }
@@ -837,7 +859,12 @@ func partitionRevision(view *metadata.State, stream, topic, id uint32) uint64 {
 // runtime file names its address.
 func (n *Node) serve() error {
 	n.handoff = shard.NewRoundRobin(len(n.shards), n.cfg.Cluster.Coordinator.SkipShardZeroForClients)
-	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound}); err != nil {
+	if err := n.serveHTTP(); err != nil {
+		return err
+	}
+	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound,
+		MetricsOpen: n.metricsBound, ReplicaID: n.opts.ReplicaID}); err != nil {
+		n.stopHTTP()
 		return err
 	}
 	n.bg.Add(1)
@@ -940,6 +967,7 @@ func (n *Node) Close() error {
 		n.stopping.Store(true)
 		close(n.stop)
 		n.stopGossip() // first, so the others see this node leave rather than fail
+		n.stopHTTP()
 		if n.ln != nil {
 			_ = n.ln.Close()
 		}
