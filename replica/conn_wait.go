@@ -18,6 +18,9 @@ type connWait struct {
 	w       *longpoll.Waiter
 	slots   *longpoll.Slots // shared by the conns of one local session
 	targets []longpoll.Target
+	// cancel ends a wait when the requester goes away (a local session's
+	// request context); nil for sockets, whose wait ends at its deadline.
+	cancel <-chan struct{}
 }
 
 // pollWaiting serves a poll that may wait. A consumer-group poll without a
@@ -75,8 +78,12 @@ func (c *conn) pollWaiting(h *wire.RequestHeader, req *wire.PollMessages) bool {
 			}
 			held = true
 		}
-		if lw.w.Wait(lw.targets, deadline, c.n.stop) == longpoll.Stopped {
+		switch lw.w.Wait(lw.targets, deadline, c.n.stop, lw.cancel) {
+		case longpoll.Stopped:
 			return false
+		case longpoll.Cancelled:
+			lw.w.Forget()
+			return c.pollFinish(h)
 		}
 	}
 }

@@ -1,14 +1,18 @@
 package replica
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/iggo/iggo/client"
+	"github.com/iggo/iggo/client/httpclient"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/wire"
@@ -374,5 +378,45 @@ func TestLongPollClusterBackups(t *testing.T) {
 		}
 		// Its own commit woke its poll (not the deadline).
 		statsSettle(t, tc.nodes[i], func(s longpoll.Stats) bool { return s.Woken == 1 && s.Expired == 0 && s.Delivers == 1 })
+	}
+}
+
+// TestLongPollHTTP: the HTTP poll route's wait parameter holds an empty
+// poll until a message is committed (sent over the binary protocol here),
+// a bad wait is a 400, and a wait that ends answers empty.
+func TestLongPollHTTP(t *testing.T) {
+	n := startNodeWith(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	prod := dial(t, n)
+	setupStreamTopic(ctx, t, prod, 1)
+	hc := httpclient.New("http://" + n.HTTPAddr())
+	if _, err := hc.Login(ctx, DefaultRootUsername, DefaultRootPassword); err != nil {
+		t.Fatal(err)
+	}
+	path := "/streams/s/topics/t/messages?consumer_id=1&partition_id=0&kind=offset&value=0&count=10"
+	type got struct {
+		r   httpclient.Response
+		err error
+	}
+	out := make(chan got, 1)
+	go func() {
+		r, err := hc.Do(ctx, "GET", path+"&wait=60s", nil)
+		out <- got{r, err}
+	}()
+	waitingOn(t, n, 1)
+	sendOne(ctx, t, prod, 0, "over-http")
+	g := <-out
+	if g.err != nil || g.r.Status != 200 || !bytes.Contains(g.r.Body, []byte(base64.StdEncoding.EncodeToString([]byte("over-http")))) {
+		t.Fatalf("waiting HTTP poll: %v %d %s", g.err, g.r.Status, g.r.Body)
+	}
+	r, err := hc.Do(ctx, "GET", path+"&wait=soon", nil)
+	if err != nil || r.Status != 400 {
+		t.Fatalf("wait=soon: %v %d %s", err, r.Status, r.Body)
+	}
+	start := time.Now()
+	r, err = hc.Do(ctx, "GET", strings.Replace(path, "value=0", "value=1", 1)+"&wait=300", nil)
+	if err != nil || r.Status != 200 || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("wait=300 (ms) past the end: %v %d after %v: %s", err, r.Status, time.Since(start), r.Body)
 	}
 }

@@ -247,9 +247,10 @@ type Outcome uint8
 
 // Outcomes.
 const (
-	Woken    Outcome = iota + 1 // a publish passed a target, or a target's feed is gone
-	Deadline                    // the deadline passed
-	Stopped                     // stop was closed
+	Woken     Outcome = iota + 1 // a publish passed a target, or a target's feed is gone
+	Deadline                     // the deadline passed
+	Stopped                      // stop was closed
+	Cancelled                    // cancel was closed (the requester went away)
 )
 
 // Waiter parks one connection's poll. Not safe for concurrent use: one
@@ -279,10 +280,11 @@ func (w *Waiter) fire(now int64) {
 }
 
 // Wait registers the targets and blocks until one of them is passed (or
-// its feed is gone), the deadline passes or stop is closed. A target whose
-// feed does not exist, or whose revision differs, wakes at once: the next
-// poll reports what happened to the partition.
-func (w *Waiter) Wait(targets []Target, deadline time.Time, stop <-chan struct{}) Outcome {
+// its feed is gone), the deadline passes, stop is closed (the node stops)
+// or cancel is closed (nil: never). A target whose feed does not exist, or
+// whose revision differs, wakes at once: the next poll reports what
+// happened to the partition.
+func (w *Waiter) Wait(targets []Target, deadline time.Time, stop, cancel <-chan struct{}) Outcome {
 	w.fired.Store(0)
 	select {
 	case <-w.ch:
@@ -314,6 +316,8 @@ func (w *Waiter) Wait(targets []Target, deadline time.Time, stop <-chan struct{}
 				out = Deadline
 			case <-stop:
 				out = Stopped
+			case <-cancel:
+				out = Cancelled
 			}
 			w.timer.Stop()
 		}

@@ -11,7 +11,7 @@ const long = 30 * time.Second
 func wait(t *testing.T, w *Waiter, targets []Target, deadline time.Time) <-chan Outcome {
 	t.Helper()
 	out := make(chan Outcome, 1)
-	go func() { out <- w.Wait(targets, deadline, nil) }()
+	go func() { out <- w.Wait(targets, deadline, nil, nil) }()
 	return out
 }
 
@@ -57,7 +57,7 @@ func TestAlreadyVisibleReturnsAtOnce(t *testing.T) {
 	f := h.Open(7, 1)
 	f.Publish(5)
 	w := h.NewWaiter()
-	if o := w.Wait([]Target{{NS: 7, Rev: 1, After: 4}}, time.Now().Add(long), nil); o != Woken {
+	if o := w.Wait([]Target{{NS: 7, Rev: 1, After: 4}}, time.Now().Add(long), nil, nil); o != Woken {
 		t.Fatalf("outcome %v, want Woken: offset 4 is visible", o)
 	}
 	if f.nwait.Load() != 0 {
@@ -70,7 +70,7 @@ func TestDeadline(t *testing.T) {
 	f := h.Open(7, 1)
 	w := h.NewWaiter()
 	start := time.Now()
-	if o := w.Wait([]Target{{NS: 7, Rev: 1, After: 0}}, start.Add(30*time.Millisecond), nil); o != Deadline {
+	if o := w.Wait([]Target{{NS: 7, Rev: 1, After: 0}}, start.Add(30*time.Millisecond), nil, nil); o != Deadline {
 		t.Fatalf("outcome %v, want Deadline", o)
 	}
 	if time.Since(start) < 30*time.Millisecond {
@@ -83,7 +83,7 @@ func TestDeadline(t *testing.T) {
 	if s := h.Stats(); s.Expired != 1 || s.Delivers != 0 {
 		t.Fatalf("stats %+v", s)
 	}
-	if o := w.Wait([]Target{{NS: 7, Rev: 1}}, time.Now().Add(-time.Second), nil); o != Deadline {
+	if o := w.Wait([]Target{{NS: 7, Rev: 1}}, time.Now().Add(-time.Second), nil, nil); o != Deadline {
 		t.Fatalf("past deadline: outcome %v", o)
 	}
 }
@@ -94,10 +94,15 @@ func TestStop(t *testing.T) {
 	w := h.NewWaiter()
 	stop := make(chan struct{})
 	out := make(chan Outcome, 1)
-	go func() { out <- w.Wait([]Target{{NS: 7, Rev: 1}}, time.Now().Add(long), stop) }()
+	go func() { out <- w.Wait([]Target{{NS: 7, Rev: 1}}, time.Now().Add(long), stop, nil) }()
 	close(stop)
 	if o := <-out; o != Stopped {
 		t.Fatalf("outcome %v, want Stopped", o)
+	}
+	cancel := make(chan struct{})
+	close(cancel)
+	if o := w.Wait([]Target{{NS: 7, Rev: 1}}, time.Now().Add(long), nil, cancel); o != Cancelled {
+		t.Fatalf("outcome %v, want Cancelled", o)
 	}
 }
 
@@ -112,12 +117,12 @@ func TestClosedOrReplacedFeedWakes(t *testing.T) {
 		t.Fatalf("close: outcome %v, want Woken", o)
 	}
 	// Gone: immediate.
-	if o := w.Wait([]Target{{NS: 7, Rev: 1}}, time.Now().Add(long), nil); o != Woken {
+	if o := w.Wait([]Target{{NS: 7, Rev: 1}}, time.Now().Add(long), nil, nil); o != Woken {
 		t.Fatalf("missing feed: outcome %v", o)
 	}
 	// Another revision: immediate.
 	h.Open(7, 2)
-	if o := w.Wait([]Target{{NS: 7, Rev: 1}}, time.Now().Add(long), nil); o != Woken {
+	if o := w.Wait([]Target{{NS: 7, Rev: 1}}, time.Now().Add(long), nil, nil); o != Woken {
 		t.Fatalf("other revision: outcome %v", o)
 	}
 	// A closed old feed must not remove the new one.
@@ -139,7 +144,7 @@ func TestManyWaitersOneFeed(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// Half need offset 0, half offset 5.
-			outs[i] = w.Wait([]Target{{NS: 1, Rev: 1, After: uint64(i % 2 * 5)}}, time.Now().Add(long), nil)
+			outs[i] = w.Wait([]Target{{NS: 1, Rev: 1, After: uint64(i % 2 * 5)}}, time.Now().Add(long), nil, nil)
 		}()
 	}
 	parked(t, f, n)
@@ -236,7 +241,7 @@ func TestNoLostWakeup(t *testing.T) {
 				if need >= rounds {
 					return
 				}
-				if o := w.Wait([]Target{{NS: 9, Rev: 1, After: need}}, time.Now().Add(long), nil); o != Woken {
+				if o := w.Wait([]Target{{NS: 9, Rev: 1, After: need}}, time.Now().Add(long), nil, nil); o != Woken {
 					t.Errorf("need %d: outcome %v (visible %d)", need, o, f.Visible())
 					return
 				}
