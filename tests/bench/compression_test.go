@@ -9,10 +9,10 @@ import (
 	"github.com/iggo/iggo/wire"
 )
 
-// jsonBatch is a batch of batchSize compressible JSON events (~330 bytes
+// jsonEventsBatch is a batch of batchSize compressible JSON events (~330 bytes
 // each, a realistic shape: ids, a customer, items, a free-text note), the
 // same bytes for every send.
-func jsonBatch(b *testing.B) wire.BatchView {
+func jsonEventsBatch(b *testing.B) wire.BatchView {
 	msgs := make([]wire.Message, batchSize)
 	for i := range msgs {
 		p := fmt.Sprintf(`{"event":"order.shipped","order_id":%d,"ts":"2026-12-01T10:%02d:%02d.%03dZ","customer":{"id":"c-%05d","tier":"%s","country":"DE"},`+
@@ -51,7 +51,7 @@ func BenchmarkCompression(b *testing.B) {
 			if _, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.MustNamedID(name), PartitionsCount: 1, Name: "t", Options: opts}); err != nil {
 				b.Fatal(err)
 			}
-			v := jsonBatch(b)
+			v := jsonEventsBatch(b)
 			req := &wire.SendMessages{StreamID: wire.MustNamedID(name), TopicID: wire.MustNamedID("t"), Partitioning: wire.PartitionByID(0), Batch: v}
 			b.ResetTimer()
 			start := time.Now()
