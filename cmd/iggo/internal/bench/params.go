@@ -40,10 +40,11 @@
 // Every run is bounded: producers stop after MessageBatches batches each
 // (or TotalData bytes in all), consumers once they have received
 // everything produced into what they read, and any actor that makes no
-// progress for IdleTimeout fails the run. A consumer that polls nothing
-// backs off (1 ms doubling to 20 ms); a consumer-group member, whose polls
-// take its partitions in turn, only after a round of empty polls as long
-// as the topic's partition count.
+// progress for IdleTimeout fails the run. A consumer whose poll returns
+// nothing (and was not held by a long poll) backs off, 1 ms doubling to
+// 20 ms; a consumer-group member, whose polls take its partitions in turn,
+// only after a round of empty polls as long as the topic's partition
+// count.
 //
 // # Partitions
 //
@@ -200,6 +201,10 @@ type Params struct {
 	MovingAverageWindow int
 	// IdleTimeout fails the run when an actor makes no progress this long.
 	IdleTimeout time.Duration
+	// PollWait > 0 makes consumers long-poll: each poll may wait this long
+	// on the server for messages (the wait extension) instead of backing
+	// off on the client after an empty poll.
+	PollWait time.Duration
 
 	// Topic settings of the streams the benchmark creates ("" / 0 = server
 	// default).
@@ -303,6 +308,8 @@ func (p *Params) Validate() error {
 		return fmt.Errorf("--moving-average-window must be at least 1")
 	case p.IdleTimeout <= 0:
 		return fmt.Errorf("--idle-timeout must be positive")
+	case p.PollWait < 0 || p.PollWait > 0 && (p.PollWait < time.Millisecond || p.PollWait >= p.IdleTimeout):
+		return fmt.Errorf("--poll-wait must be 0 or between 1ms and --idle-timeout (%s)", p.IdleTimeout)
 	case p.Streams < 1 || p.Streams > MaxStreams:
 		return fmt.Errorf("--streams must be 1..%d", MaxStreams)
 	case p.Partitions < 1 || p.Partitions > MaxPartitions:
