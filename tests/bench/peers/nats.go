@@ -67,6 +67,9 @@ func ParseJSModes(s string) ([]JSMode, error) {
 	return out, nil
 }
 
+// jsAckTimeout is the nats CLI's --timeout for benchmark runs.
+const jsAckTimeout = "60s"
+
 // natsPorts are one nats-server's ports.
 type natsPorts struct{ client, cluster, monitor int }
 
@@ -208,7 +211,11 @@ func (w *work) natsBench(ctx context.Context, t Tools, name string, b jsBench) (
 	_ = os.Remove(csvPath)
 	// Room for every message with its headers and index, twice over.
 	maxBytes := 2*b.messages*uint64(b.size+128) + 64<<20
-	args := []string{"--server", b.url, "bench", "js", "pub", b.mode.Name}
+	// --timeout bounds each wait for an acknowledgement (the CLI's default
+	// of 5 s fails async publishing with sync_interval: always on a
+	// loaded machine: "JS PubAsync ack timeout"); the run's own bound is
+	// the context.
+	args := []string{"--server", b.url, "--timeout", jsAckTimeout, "bench", "js", "pub", b.mode.Name}
 	if b.mode.Name != "sync" {
 		args = append(args, "--batch", strconv.Itoa(b.mode.Batch))
 	}

@@ -143,6 +143,8 @@ func TestCompareMarkdownAndChart(t *testing.T) {
 			JetStream: []Figure{{MsgsPerSec: 3_000, Load: 2}, {MsgsPerSec: 5_000, Load: 2.5}}},
 		{Setup: SetupCluster, Durability: "replicated", Producers: 4, Messages: 2_000_000, Iggo: Figure{Err: "boom"},
 			JetStream: []Figure{{MsgsPerSec: 40_000}, {Err: "not measured: x"}}},
+		{Setup: SetupCluster, Durability: "persisted", Producers: 1, Messages: 50_000, Iggo: Figure{MsgsPerSec: 60_000},
+			JetStream: []Figure{{MsgsPerSec: 2_000}, {MsgsPerSec: 6_000}}},
 	}
 	if v := res.Rows[0].Ratio(0); v != 50 {
 		t.Errorf("ratio %v", v)
@@ -160,6 +162,7 @@ func TestCompareMarkdownAndChart(t *testing.T) {
 		"150.0 MB/s of payload, 50% of the disk's 300.0 MB/s",
 		"- 3-node, replicated, 4 producer(s), iggo: boom",
 		"Disk: 1,024 MiB in 16 MiB writes",
+		"iggo 3-node throughput as a share of the single node's: persisted 1p 40%.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

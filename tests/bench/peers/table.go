@@ -104,6 +104,20 @@ func (r *CompareResult) Markdown() string {
 			}
 		}
 	}
+	var shares []string
+	for _, c := range r.Rows {
+		if c.Setup != SetupCluster || c.Iggo.Err != "" {
+			continue
+		}
+		for _, one := range r.Rows {
+			if one.Setup == SetupSingle && one.Durability == c.Durability && one.Producers == c.Producers && one.Iggo.Err == "" && one.Iggo.MsgsPerSec > 0 {
+				shares = append(shares, fmt.Sprintf("%s %dp %.0f%%", c.Durability, c.Producers, 100*c.Iggo.MsgsPerSec/one.Iggo.MsgsPerSec))
+			}
+		}
+	}
+	if len(shares) > 0 {
+		fmt.Fprintf(&b, "\niggo 3-node throughput as a share of the single node's: %s.\n", strings.Join(shares, ", "))
+	}
 	var failed []string
 	for _, row := range r.Rows {
 		if row.Iggo.Err != "" {
