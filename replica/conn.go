@@ -1,25 +1,26 @@
 package replica
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/intake"
+	"github.com/iggo/iggo/replica/loginguard"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
 
-// readBufferSize is the connection's socket read buffer. Frames larger than
-// it are read straight into the frame buffer.
+// readBufferSize is the connection's socket read buffer once logged in.
+// Frames larger than it are read straight into the frame buffer.
 const readBufferSize = 64 << 10
 
 // frameBufferKeep bounds the frame buffer a connection keeps between
@@ -33,15 +34,18 @@ const frameBufferKeep = 16 << 20
 // answer before reading the next frame (exactly one reply per request, in
 // order).
 type conn struct {
-	n     *Node
-	shard int
-	nc    net.Conn
-	id    uint32
-	addr  string
-	log   *zap.Logger
-	r     *bufio.Reader
+	n         *Node
+	shard     int
+	nc        net.Conn
+	id        uint32
+	addr      string
+	src       netip.Prefix
+	transport string
+	ticket    *intake.Ticket
+	since     time.Time
+	log       *zap.Logger
+	rd        *intake.Reader
 
-	rbuf []byte
 	wbuf []byte
 	pbuf []byte
 	iov  net.Buffers
@@ -58,8 +62,11 @@ type conn struct {
 	rr     uint32 // group polls without a partition: round robin over owned partitions
 }
 
-func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
-	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String()}
+// newConn prepares the connection transport handed over, admitted under
+// ticket (released when the connection ends).
+func newConn(n *Node, shardIdx int, nc net.Conn, transport string, ticket *intake.Ticket) *conn {
+	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: transport, ticket: ticket,
+		src: intake.AddrKey(nc.RemoteAddr()), since: time.Now()}
 	c.id = n.clients.nextID()
 	c.log = n.log.With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
 	c.t.done = make(chan struct{}, 1)
@@ -67,48 +74,31 @@ func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
 }
 
 // abort closes a connection that never started serving.
-func (c *conn) abort() { _ = c.nc.Close() }
+func (c *conn) abort() {
+	_ = c.nc.Close()
+	c.ticket.Release()
+}
 
 func (c *conn) serve() {
 	if !c.n.clients.add(c) {
-		_ = c.nc.Close()
+		c.abort()
 		return
 	}
 	defer c.finish()
-	c.r = bufio.NewReaderSize(c.nc, readBufferSize)
-	c.rbuf = make([]byte, wire.HeaderSize, 4096)
-	hb := c.n.cfg.Heartbeat
-	stale := time.Duration(float64(hb.Interval.Duration) * 1.2)
+	c.rd = intake.NewReader(c.nc, &c.n.limits)
+	c.n.audit.Info(evAccepted, "connection accepted", c.fields()...)
 	for {
-		if hb.Enabled && stale > 0 && c.member.Load() {
-			_ = c.nc.SetReadDeadline(time.Now().Add(stale))
-		} else {
-			_ = c.nc.SetReadDeadline(time.Time{})
-		}
-		frame, err := wire.ReadFrame(c.r, c.rbuf, c.n.maxFrame)
+		frame, err := c.rd.Next(c.idleLimit())
 		if err != nil {
-			var fe *wire.FrameSizeError
-			var ne net.Error
-			switch {
-			case errors.As(err, &fe):
-				c.log.Info("closing connection: frame size out of range", zap.Uint32("size", fe.Size))
-			case errors.As(err, &ne) && ne.Timeout() && c.member.Load():
-				c.log.Info("evicting a silent consumer-group member")
-				c.evictRaw(wire.EvictStaleClient)
-			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
-			default:
-				c.log.Debug("connection read failed", zap.Error(err))
+			if c.readFailed(err) {
+				continue
 			}
 			return
 		}
-		if cap(frame) > cap(c.rbuf) {
-			c.rbuf = frame[:wire.HeaderSize]
-		}
-		if !c.handle(frame) {
+		ok := c.handle(frame)
+		c.rd.Release()
+		if !ok {
 			return
-		}
-		if cap(c.rbuf) > frameBufferKeep {
-			c.rbuf = make([]byte, wire.HeaderSize, 4096)
 		}
 		if cap(c.t.buf) > frameBufferKeep {
 			c.t.buf = nil
@@ -121,6 +111,9 @@ func (c *conn) serve() {
 func (c *conn) finish() {
 	c.ended.Store(true)
 	_ = c.nc.Close()
+	c.rd.Release()
+	c.ticket.Release()
+	c.n.audit.Info(evClosed, "connection closed", c.fields(zap.Uint32("user_id", c.user()), zap.Duration("duration", time.Since(c.since)))...)
 	c.n.clients.remove(c)
 	c.mu.Lock()
 	bound, client := c.bound, c.client
@@ -329,24 +322,26 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 		// wrong.
 		return c.reject(h, wire.CodeTransientNotAccepted)
 	}
-	var u *metadata.User
-	var code wire.Code
-	if reg.Password != nil {
-		u, code = view.AuthenticatePassword(reg.Password.Username, reg.Password.Password)
-		if code == wire.CodeUserInactive {
-			return c.evict(h, wire.EvictUserInactive)
-		}
+	u, code, token, verdict := c.credentials(view, &reg)
+	switch verdict {
+	case loginguard.Stopped:
+		return false
+	case loginguard.Busy:
+		c.loginFailed(&reg, "no password verification slot in time (login.verification_queue_*)")
+		return c.reject(h, wire.CodeTransientNotAccepted)
+	case loginguard.Throttled:
+		c.loginFailed(&reg, "throttled (login.throttle)")
+		return c.evict(h, wire.EvictInvalidCredentials)
 	}
-	if u == nil && reg.Token != nil {
-		u, code = view.AuthenticateToken(reg.Token.Token, nowMicros())
-		switch {
-		case code == wire.CodeUserInactive:
-			return c.evict(h, wire.EvictUserInactive)
-		case u == nil:
-			return c.evict(h, wire.EvictInvalidToken)
-		}
-	}
-	if u == nil {
+	switch {
+	case code == wire.CodeUserInactive:
+		c.loginFailed(&reg, "user inactive")
+		return c.evict(h, wire.EvictUserInactive)
+	case u == nil && token:
+		c.loginFailed(&reg, "invalid token")
+		return c.evict(h, wire.EvictInvalidToken)
+	case u == nil:
+		c.loginFailed(&reg, "invalid credentials")
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
 	body5 := []byte{registerUser, 0, 0, 0, 0}
@@ -369,8 +364,10 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	switch replyCode(c.t.reply) {
 	case 0:
 	case uint32(wire.CodeUserInactive):
+		c.loginFailed(&reg, "user inactive")
 		return c.evict(h, wire.EvictUserInactive)
 	default:
+		c.loginFailed(&reg, "refused by the metadata group")
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
 	if bound {
@@ -380,6 +377,7 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, u.ID
 	c.mu.Unlock()
 	c.member.Store(false)
+	c.loggedIn(u, token)
 	return c.loginReply(h, u.ID, c.t.op)
 }
 
@@ -395,6 +393,7 @@ func (c *conn) logout(h *wire.RequestHeader) bool {
 	c.client = wire.Uint128{}
 	c.mu.Unlock()
 	c.member.Store(false)
+	c.rd.SetAuthenticated(false)
 	if bound {
 		c.leaveGroupsOf(client)
 	}

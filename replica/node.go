@@ -21,8 +21,11 @@ import (
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/gossip"
+	"github.com/iggo/iggo/replica/intake"
+	"github.com/iggo/iggo/replica/loginguard"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/plane"
+	"github.com/iggo/iggo/replica/ratelog"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -119,8 +122,15 @@ type Node struct {
 
 	ln      net.Listener
 	handoff *shard.RoundRobin
-	bound   string
-	started time.Time
+	// Client intake (intake.go): admission, budgets and frame limits, the
+	// login guard and the rate-limited client log.
+	admission    *intake.Admission
+	unauthBudget *intake.Budget
+	limits       intake.Limits
+	logins       *loginguard.Guard
+	audit        *ratelog.Logger
+	bound        string
+	started      time.Time
 
 	clients   clientRegistry
 	partStats sync.Map // shard.Namespace → *partStats
@@ -186,6 +196,8 @@ func New(opts Options) (*Node, error) {
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
+	n.audit = ratelog.New(log, opts.Config.Logging.ClientEventsPerSecond)
+	n.initIntake()
 	return n, nil
 }
 
@@ -211,6 +223,9 @@ func (n *Node) Start() error {
 	_, _ = rand.Read(seed[:])
 	n.seed = binary.LittleEndian.Uint64(seed[:])
 	cfg := n.cfg
+	if err := n.startIntake(); err != nil {
+		return err
+	}
 	osfs := vfs.NewOS()
 	if n.opts.Fresh {
 		// Only a node that held cluster data may have acknowledged ops its
@@ -732,9 +747,11 @@ func (n *Node) listen() error {
 }
 
 // acceptLoop runs on the listener's goroutine on behalf of shard 0: each
-// accepted connection is handed to the next shard before a byte is read.
+// accepted connection goes to serveClient before a byte is read. Failed
+// accepts (out of descriptors, above all) back off instead of spinning.
 func (n *Node) acceptLoop() {
 	defer n.bg.Done()
+	bo := intake.AcceptBackoff{Min: acceptBackoffLo, Max: acceptBackoffHi}
 	for {
 		c, err := n.ln.Accept()
 		if err != nil {
@@ -745,20 +762,16 @@ func (n *Node) acceptLoop() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			n.log.Error("accept failed", zap.Error(err))
-			time.Sleep(10 * time.Millisecond)
+			if !n.acceptFailed(&bo, transportTCP, err) {
+				return
+			}
 			continue
 		}
+		bo.Succeeded()
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		k := n.handoff.Next()
-		cn := newConn(n, k, c)
-		if err := n.rt.Send(k, &task{kind: tkConn, conn: cn}); err != nil {
-			// A full inbox refuses the hand-off; the client reconnects.
-			n.log.Warn("connection refused: shard inbox full", zap.Int("shard", k), zap.Error(err))
-			cn.abort()
-		}
+		n.serveClient(transportTCP, c)
 	}
 }
 
