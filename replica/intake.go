@@ -25,7 +25,8 @@ import (
 // what config.UnauthenticatedConnBytes charges.
 const unauthReadBuffer = 4 << 10
 
-// Kinds of rate-limited client log lines (ratelog).
+// Kinds of rate-limited client log lines (ratelog); refusals are kinds per
+// limit key (kind + ":" + key), so one limit's flood does not hide another's.
 const (
 	evAccepted      = "conn-accepted"
 	evClosed        = "conn-closed"
@@ -99,7 +100,7 @@ func (n *Node) serveClient(transport string, nc net.Conn) {
 	src := intake.AddrKey(nc.RemoteAddr())
 	ticket, refusal := n.admission.Admit(transport, src)
 	if refusal != nil {
-		n.audit.Warn(evRefused, "connection refused", zap.String("limit", refusal.Key), zap.Int64("value", refusal.Limit),
+		n.audit.Warn(evRefused+":"+refusal.Key, "connection refused", zap.String("limit", refusal.Key), zap.Int64("value", refusal.Limit),
 			zap.String("transport", transport), zap.String("addr", nc.RemoteAddr().String()))
 		_ = nc.Close()
 		return
@@ -149,16 +150,19 @@ func (c *conn) readFailed(err error) bool {
 		te *intake.TimeoutError
 	)
 	switch {
-	case errors.As(err, &le) && le.Drained:
+	case errors.As(err, &le) && le.Answerable:
 		h, herr := wire.DecodeRequestHeader(le.Header, c.n.maxFrame)
-		c.n.audit.Warn(evFrameRefused, "request refused: budget exhausted", c.fields(zap.String("limit", le.Key),
+		c.n.audit.Warn(evFrameRefused+":"+le.Key, "request refused: budget exhausted", c.fields(zap.String("limit", le.Key),
 			zap.Int64("value", le.Limit), zap.Uint32("size", le.Size))...)
 		if herr != nil {
 			return false
 		}
+		if err := c.rd.Discard(le); err != nil {
+			return c.readFailed(err)
+		}
 		return c.status(&h, wire.CodeTransientNotAccepted)
 	case errors.As(err, &le):
-		c.n.audit.Warn(evFrameRefused, "closing connection: frame refused", c.fields(zap.String("limit", le.Key),
+		c.n.audit.Warn(evFrameRefused+":"+le.Key, "closing connection: frame refused", c.fields(zap.String("limit", le.Key),
 			zap.Int64("value", le.Limit), zap.Uint32("size", le.Size))...)
 	case errors.As(err, &te) && te.Phase == "idle" && c.member.Load():
 		c.log.Info("evicting a silent consumer-group member")
@@ -166,7 +170,7 @@ func (c *conn) readFailed(err error) bool {
 	case errors.As(err, &te):
 		key := map[string]string{"idle": intake.KeyUnauthIdleTimeout, "header": intake.KeyFrameHeaderTimeout,
 			"body": intake.KeyFrameBodyTimeout}[te.Phase]
-		c.n.audit.Info(evFrameRefused, "closing connection: read deadline passed", c.fields(zap.String("limit", key),
+		c.n.audit.Info(evFrameRefused+":"+key, "closing connection: read deadline passed", c.fields(zap.String("limit", key),
 			zap.Duration("value", te.After), zap.Int("bytes", te.Got))...)
 	case errors.As(err, &fe):
 		c.n.audit.Info(evFrameRefused, "closing connection: frame size out of range", c.fields(zap.String("limit", "message_bus.max_message_size"),

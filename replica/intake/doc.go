@@ -54,15 +54,17 @@
 // (message_bus.unauthenticated_frame_max; only PING and the login are
 // allowed then, and both are small). What Next returns on a broken limit:
 //
-//	*TimeoutError        a deadline passed; close the connection
-//	*LimitError, !Drained  a limit of an unauthenticated connection or the
-//	                     frame-size cap; close the connection
-//	*LimitError, Drained   the in-flight budget could not take an
-//	                     authenticated connection's frame: its body was read
-//	                     and discarded, the stream is still framed, and the
-//	                     request gets a status reply (TransientNotAccepted,
-//	                     which clients replay)
-//	*wire.FrameSizeError size outside [256, max_message_size]; close
+//	*TimeoutError                a deadline passed; close the connection
+//	*LimitError, !Answerable     a limit of an unauthenticated connection;
+//	                             close the connection
+//	*LimitError, Answerable      the in-flight budget could not take an
+//	                             authenticated connection's frame: after
+//	                             Discard (which reads the rest of it and
+//	                             throws it away, holding nothing) the stream
+//	                             is still framed and the request gets a
+//	                             status reply (TransientNotAccepted, which
+//	                             clients replay)
+//	*wire.FrameSizeError         size outside [256, max_message_size]; close
 //
 // # Descriptors
 //

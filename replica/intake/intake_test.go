@@ -262,7 +262,7 @@ func TestReaderUnauthenticatedLimits(t *testing.T) {
 	g.send(frameOf(9000)) // over UnauthFrameMax
 	_, err := g.r.Next(time.Second)
 	var le *LimitError
-	if !errors.As(err, &le) || le.Key != KeyUnauthFrame || le.Drained || le.Size != 9000 {
+	if !errors.As(err, &le) || le.Key != KeyUnauthFrame || le.Answerable || le.Size != 9000 {
 		t.Fatalf("oversized unauthenticated frame: %v", err)
 	}
 	if g.unauth.Used() != 0 || g.inflight.Used() != 0 {
@@ -275,7 +275,7 @@ func TestReaderUnauthenticatedBudget(t *testing.T) {
 	g.send(frameOf(8000))
 	_, err := g.r.Next(time.Second)
 	var le *LimitError
-	if !errors.As(err, &le) || le.Key != KeyUnauthBytes || le.Drained {
+	if !errors.As(err, &le) || le.Key != KeyUnauthBytes || le.Answerable {
 		t.Fatalf("want the unauthenticated budget to refuse: %v", err)
 	}
 	if g.unauth.Used() != 0 || g.inflight.Used() != 0 {
@@ -290,8 +290,14 @@ func TestReaderInFlightDrains(t *testing.T) {
 	g.send(append(bytes.Clone(big), small...))
 	_, err := g.r.Next(time.Second)
 	var le *LimitError
-	if !errors.As(err, &le) || le.Key != KeyInFlightBytes || !le.Drained {
-		t.Fatalf("want a drained refusal: %v", err)
+	if !errors.As(err, &le) || le.Key != KeyInFlightBytes || !le.Answerable || le.Rest <= 0 {
+		t.Fatalf("want an answerable refusal: %v", err)
+	}
+	if g.inflight.Used() != 0 {
+		t.Fatal("budget held after a refusal")
+	}
+	if err := g.r.Discard(le); err != nil || le.Rest != 0 {
+		t.Fatalf("discard: %v", err)
 	}
 	if h, err := wire.DecodeRequestHeader(le.Header, 1<<20); err != nil || h.Size != 300_000 {
 		t.Fatalf("refused header: %v %+v", err, h)
@@ -405,8 +411,10 @@ func FuzzReader(f *testing.F) {
 			frame, err := r.Next(0)
 			if err != nil {
 				var le *LimitError
-				if errors.As(err, &le) && le.Drained {
-					continue
+				if errors.As(err, &le) && le.Answerable {
+					if r.Discard(le) == nil {
+						continue
+					}
 				}
 				break
 			}

@@ -61,9 +61,12 @@ type LimitError struct {
 	Limit int64
 	// Size is the frame's declared size.
 	Size uint32
-	// Drained: the frame's body was read and thrown away, so the stream is
-	// still framed and Header can be answered.
-	Drained bool
+	// Answerable: the frame came on an authenticated connection, so
+	// rather than closing, the caller may Discard the rest of it (the
+	// stream stays framed) and answer Header.
+	Answerable bool
+	// Rest is how many bytes of the frame have not been read.
+	Rest int64
 	// Header is the frame's header (valid until the next Next).
 	Header []byte
 }
@@ -131,20 +134,14 @@ func (r *Reader) Next(idle time.Duration) ([]byte, error) {
 		return nil, &wire.FrameSizeError{Size: size, Max: maxSize}
 	}
 	if !r.auth && r.lim.UnauthFrameMax > 0 && size > r.lim.UnauthFrameMax {
-		return nil, &LimitError{Key: KeyUnauthFrame, Limit: int64(r.lim.UnauthFrameMax), Size: size, Header: buf}
+		return nil, &LimitError{Key: KeyUnauthFrame, Limit: int64(r.lim.UnauthFrameMax), Size: size, Header: buf,
+			Rest: int64(size) - wire.HeaderSize}
 	}
 	if r.br.Buffered() < int(size)-wire.HeaderSize {
 		r.deadline(r.lim.BodyTimeout)
 	}
 	if !r.charge(wire.HeaderSize) {
-		le := r.refusal(size, buf)
-		if r.auth {
-			if n, err := io.CopyN(io.Discard, r.br, int64(size)-wire.HeaderSize); err != nil {
-				return nil, r.fail(err, "body", r.lim.BodyTimeout, wire.HeaderSize+int(n))
-			}
-			le.Drained = true
-		}
-		return nil, le
+		return nil, r.refusal(size, buf, wire.HeaderSize)
 	}
 	out, got, err := wire.ReadBody(r.br, buf, int(size), func(n int) error {
 		if !r.charge(int64(n)) {
@@ -156,16 +153,7 @@ func (r *Reader) Next(idle time.Duration) ([]byte, error) {
 		r.buf = out[:wire.HeaderSize]
 	}
 	if errors.Is(err, errBudget) {
-		le := r.refusal(size, out[:wire.HeaderSize])
-		if r.auth {
-			// Throw the rest away (holding nothing) so the request can be
-			// answered.
-			if n, err := io.CopyN(io.Discard, r.br, int64(int(size)-got)); err != nil {
-				return nil, r.fail(err, "body", r.lim.BodyTimeout, got+int(n))
-			}
-			le.Drained = true
-		}
-		return nil, le
+		return nil, r.refusal(size, out[:wire.HeaderSize], got)
 	}
 	if err != nil {
 		return nil, r.fail(err, "body", r.lim.BodyTimeout, got)
@@ -194,14 +182,26 @@ func (r *Reader) charge(n int64) bool {
 	return true
 }
 
-// refusal releases the frame's budget and names the budget that refused.
-func (r *Reader) refusal(size uint32, header []byte) *LimitError {
+// refusal releases the frame's budget and names the budget that refused;
+// got bytes of the frame have been read.
+func (r *Reader) refusal(size uint32, header []byte, got int) *LimitError {
 	b := r.refused
 	r.Release()
-	if b == nil {
-		return &LimitError{Key: KeyInFlightBytes, Size: size, Header: header}
+	le := &LimitError{Key: KeyInFlightBytes, Size: size, Header: header, Answerable: r.auth, Rest: int64(size) - int64(got)}
+	if b != nil {
+		le.Key, le.Limit = b.Key(), b.Limit()
 	}
-	return &LimitError{Key: b.Key(), Limit: b.Limit(), Size: size, Header: header}
+	return le
+}
+
+// Discard reads and throws away the rest of the frame le refused (holding
+// no budget), under the body deadline, so that its request can be answered.
+func (r *Reader) Discard(le *LimitError) error {
+	if n, err := io.CopyN(io.Discard, r.br, le.Rest); err != nil {
+		return r.fail(err, "body", r.lim.BodyTimeout, int(int64(le.Size)-le.Rest+n))
+	}
+	le.Rest = 0
+	return nil
 }
 
 // deadline bounds the reads that follow by d (0: no bound). A connection

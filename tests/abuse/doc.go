@@ -1,0 +1,25 @@
+// Package abuse holds the hostile-client tests of issue 12: real
+// iggo-server processes (package tests/harness) attacked over loopback with
+// bounded loads — every loop stops by count and by time, every connection
+// is closed when its test ends — while the tests check what the node may
+// hold (RSS from /proc/<pid>/status, descriptors), how fast it refuses, what
+// it logs (refusals rate-limited, counted in the server's output) and that
+// legitimate clients keep being served.
+//
+// Files:
+//
+//   - helpers_test.go: the shared helpers (server start with abuse
+//     settings, RSS sampling, raw frames and logins, dialing from a chosen
+//     loopback address, log-line counting); every test file of the package
+//     uses them;
+//   - intake_test.go: client intake — big-frame trickle, slowloris,
+//     connections_max and descriptor exhaustion, the per-address cap before
+//     login, the login flood.
+//
+// Attackers dial from 127.0.0.2 and up (Linux routes all of 127.0.0.0/8 to
+// the loopback interface), legitimate clients from 127.0.0.1, so limits
+// keyed by source address can be told apart. Figures measured against the
+// code before and after these limits are in the README section "Limits".
+//
+// The package has no non-test code; this file only documents it.
+package abuse
