@@ -113,12 +113,16 @@ func (c *conn) finish() {
 	_ = c.nc.Close()
 	c.rd.Release()
 	c.ticket.Release()
-	c.n.audit.Info(evClosed, "connection closed", c.fields(zap.Uint32("user_id", c.user()), zap.Duration("duration", time.Since(c.since)))...)
 	c.n.clients.remove(c)
 	c.mu.Lock()
 	bound, client := c.bound, c.client
+	closed := c.fields(zap.Duration("duration", time.Since(c.since)))
+	if bound {
+		closed = append(closed, zap.Uint32("user_id", c.userID))
+	}
 	c.bound = false
 	c.mu.Unlock()
+	c.n.audit.Info(evClosed, "connection closed", closed...)
 	if bound && len(c.n.store.View().Memberships(client)) > 0 {
 		c.n.submitSystem(metadata.DisconnectClient{Client: client})
 	}

@@ -10,10 +10,13 @@
 // [system] table is gone). Keys for features iggo does not implement yet
 // ([http], [quic], [websocket], [telemetry], [encryption]) are parsed and
 // validated like the rest; their transports default to enabled = false and
-// enabling one yields a warning, not a listener. iggo adds three keys,
-// sharding.batch_max, runtime.gc_percent (the Go collector's GOGC target)
-// and cluster.nodes[].ports.gossip (the memberlist port; unset, tcp_replica
-// + GossipPortOffset).
+// enabling one yields a warning, not a listener. iggo adds keys of its own,
+// among them sharding.batch_max, runtime.gc_percent (the Go collector's
+// GOGC target), cluster.nodes[].ports.gossip (the memberlist port; unset,
+// tcp_replica + GossipPortOffset), the client-intake limits under
+// [message_bus] (descriptors_reserved, unauthenticated_*, inflight_bytes_max,
+// frame_*_timeout), logging.client_events_per_second and the [login] table
+// (password verifications at once, the failed-login throttle).
 //
 // # Loading
 //

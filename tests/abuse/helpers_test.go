@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -285,8 +284,15 @@ func countLines(out string, subs ...string) int {
 	return n
 }
 
-// drain reads and discards from c until it closes or d passes.
-func drain(c net.Conn, d time.Duration) {
-	_ = c.SetReadDeadline(time.Now().Add(d))
-	_, _ = io.Copy(io.Discard, c)
+// awaitLines waits up to d for the server's output to hold at least n
+// lines containing every one of subs and returns the count.
+func awaitLines(s *harness.Server, d time.Duration, n int, subs ...string) int {
+	end := time.Now().Add(d)
+	for {
+		c := countLines(s.Output(), subs...)
+		if c >= n || time.Now().After(end) {
+			return c
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

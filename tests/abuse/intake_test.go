@@ -455,8 +455,20 @@ func TestUnauthenticatedPerAddress(t *testing.T) {
 	if err != nil || took > time.Second {
 		t.Errorf("legitimate login during the flood: %v after %v", err, took)
 	}
-	if countLines(s.Output(), "connection refused", "message_bus.unauthenticated_per_address_max", "127.0.0.2") < 1 {
+	out := s.Output()
+	if countLines(out, "connection refused", "message_bus.unauthenticated_per_address_max", "127.0.0.2") < 1 {
 		t.Error("no log line names the per-address cap and the address")
+	}
+	// The audit lines of the legitimate client (issue 13): accepted, login,
+	// closed with its duration.
+	for _, want := range [][]string{
+		{"connection accepted", `"transport": "tcp"`, `"addr": "127.0.0.1:`, `"client":`},
+		{"login succeeded", `"user": "iggy"`, `"addr": "127.0.0.1:`},
+		{"connection closed", `"addr": "127.0.0.1:`, `"duration":`, `"user_id": 0`},
+	} {
+		if awaitLines(s, 5*time.Second, 1, want...) != 1 {
+			t.Errorf("want one line with %q", want)
+		}
 	}
 }
 
