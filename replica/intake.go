@@ -37,7 +37,7 @@ const (
 	evLoginFailed   = "login-failed"
 	transportTCP    = "tcp"
 	acceptBackoffLo = 5 * time.Millisecond
-	acceptBackoffHi = time.Second
+	acceptBackoffHi = 250 * time.Millisecond
 )
 
 // initIntake builds the budgets, frame limits and login guard from the

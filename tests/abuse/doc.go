@@ -13,8 +13,9 @@
 //     loopback address, log-line counting); every test file of the package
 //     uses them;
 //   - intake_test.go: client intake — big-frame trickle, slowloris,
-//     connections_max and descriptor exhaustion, the per-address cap before
-//     login, the login flood.
+//     connections_max and descriptor exhaustion, accept backoff when the
+//     descriptors do run out, the per-address cap before login, the login
+//     flood.
 //
 // Attackers dial from 127.0.0.2 and up (Linux routes all of 127.0.0.0/8 to
 // the loopback interface), legitimate clients from 127.0.0.1, so limits

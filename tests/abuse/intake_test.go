@@ -417,6 +417,68 @@ func TestDescriptorExhaustion(t *testing.T) {
 	}
 }
 
+// TestAcceptBackoffOnEMFILE: with the cap lifted to the descriptor limit
+// (connections_max = 0, the smallest reserve, 16) and partition files
+// eating into the reserve, a flood does exhaust the descriptors. The accept
+// loop then backs off (5 ms doubling to 250 ms) and logs it rate-limited
+// instead of ~100 lines a second; a logged-in client keeps being served,
+// and once the flood is gone a fresh client is served within 1 s.
+func TestAcceptBackoffOnEMFILE(t *testing.T) {
+	const nofile, n = 256, 400
+	s := start(t, nofile, "IGGY_MESSAGE_BUS_CONNECTIONS_MAX=0", "IGGY_MESSAGE_BUS_DESCRIPTORS_RESERVED=16",
+		"IGGY_MESSAGE_BUS_UNAUTHENTICATED_PER_ADDRESS_MAX=0")
+	existing := s.Root(t)
+	ctx := context.Background()
+	if _, err := existing.CreateStream(ctx, "files", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := existing.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 16, Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server holds %d descriptors before the flood", openFDs(t, s.Pid()))
+	var flood conns
+	defer flood.closeAll()
+	floodStart := time.Now()
+	for i := 0; i < n; i++ {
+		c, err := dialFrom(t, attacker(1+i%4), s.Addr)
+		if err != nil {
+			break // the backlog is full: enough
+		}
+		flood.add(c)
+	}
+	// Hold the flood for 3 s while the server is out of descriptors.
+	time.Sleep(3 * time.Second)
+	t0 := time.Now()
+	err := existing.Ping(ctx)
+	ping := time.Since(t0)
+	held := time.Since(floodStart)
+	flood.closeAll()
+	var took time.Duration
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		took, err = legitLogin(t, s, "iggy", "iggy", time.Second)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	out := s.Output()
+	emfile := countLines(out, "accept failed", "too many open files")
+	t.Logf("%d connections under RLIMIT_NOFILE %d held %v: %d accept-failure lines; logged-in ping %v; fresh client after the flood %v (%v)",
+		n, nofile, held.Round(time.Millisecond), emfile, ping, took, err)
+	if err != nil || took > time.Second {
+		t.Errorf("fresh client after the flood: %v after %v", err, took)
+	}
+	if ping > time.Second {
+		t.Errorf("a logged-in client's ping took %v while descriptors were exhausted", ping)
+	}
+	if emfile < 1 {
+		t.Error("the flood never exhausted the descriptors (nothing to back off from)")
+	}
+	if allowed := 20 + int(20*held.Seconds()) + 5; emfile > allowed {
+		t.Errorf("%d accept-failure lines in %v, allowed %d", emfile, held, allowed)
+	}
+}
+
 // TestUnauthenticatedPerAddress: 200 idle connections from one address
 // that never log in get 32 slots (unauthenticated_per_address_max); the
 // rest are closed at accept, and a client from another address logs in
