@@ -537,14 +537,15 @@ func TestUnauthenticatedPerAddress(t *testing.T) {
 // TestLoginFlood: 32 connections loop wrong passwords for root for 8 s.
 // The verification semaphore bounds the Argon2 memory in use and the
 // throttle delays the guesser's address, so a legitimate login (root, and
-// a user whose password is not cached) takes < 1 s, the node's RSS stays
+// a user whose password is not cached) takes < 2 s, the node's RSS stays
 // within rssBound of idle, guesses end InvalidCredentials, and the failed
 // logins are logged, rate-limited.
 func TestLoginFlood(t *testing.T) {
 	const (
-		n        = 32
-		flood    = 8 * time.Second
-		rssBound = 256 << 20
+		n          = 32
+		flood      = 8 * time.Second
+		rssBound   = 256 << 20
+		loginBound = 2 * time.Second
 	)
 	s := start(t, 0)
 	root := s.Root(t)
@@ -608,9 +609,12 @@ func TestLoginFlood(t *testing.T) {
 	if peak-base > rssBound {
 		t.Errorf("RSS grew by %.0f MiB, bound %.0f MiB", mib(peak-base), mib(rssBound))
 	}
+	// A login commits a metadata op (fdatasync'ed), whose time is the
+	// disk's: the bound leaves room for a loaded machine's disk, well
+	// under what the flood did to an uncached login before (3.3 s).
 	for i, d := range lat {
-		if d > time.Second {
-			t.Errorf("legitimate login %d took %v, bound 1 s", i, d)
+		if d > loginBound {
+			t.Errorf("legitimate login %d took %v, bound %v", i, d, loginBound)
 		}
 	}
 	if invalid.Load() != attempts.Load() || attempts.Load() < n {
