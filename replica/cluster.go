@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/codec"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/plane"
@@ -84,6 +85,9 @@ func (n *Node) newPlane() error {
 	pc.Listener = n.opts.ReplicaListener
 	pc.Logger = n.log
 	pc.Deliver = n.deliverFrame
+	if n.atRest.codec != nil {
+		pc.DataKeyID = codec.KeyID(n.atRest.key)
+	}
 	t, err := plane.New(pc)
 	if err != nil {
 		return err

@@ -46,6 +46,8 @@ type conn struct {
 	log       *zap.Logger
 	rd        *intake.Reader
 
+	ebuf []byte // a send's stored form (encryption at rest, single node)
+	dbuf []byte // a poll's decoded records (encryption at rest)
 	wbuf []byte
 	pbuf []byte
 	iov  net.Buffers
@@ -68,7 +70,7 @@ func newConn(n *Node, shardIdx int, nc net.Conn, transport string, ticket *intak
 	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: transport, ticket: ticket,
 		src: intake.AddrKey(nc.RemoteAddr()), since: time.Now()}
 	c.id = n.clients.nextID()
-	c.log = n.log.With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
+	c.log = n.log.Named("conn").With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
 	c.t.done = make(chan struct{}, 1)
 	return c
 }
@@ -102,6 +104,12 @@ func (c *conn) serve() {
 		}
 		if cap(c.t.buf) > frameBufferKeep {
 			c.t.buf = nil
+		}
+		if cap(c.ebuf) > frameBufferKeep {
+			c.ebuf = nil
+		}
+		if cap(c.dbuf) > frameBufferKeep {
+			c.dbuf = nil
 		}
 	}
 }

@@ -101,9 +101,27 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 		return c.status(h, code)
 	}
 	c.t.kind, c.t.ns, c.t.rev, c.t.user = tkSend, tg.ns, tg.rev, uid
-	c.t.body = req.Batch.Bytes()
+	c.t.body, c.t.owned = req.Batch.Bytes(), false
+	if c.n.atRest.codec != nil {
+		// Encrypted once here, before the prepare: the journal, every
+		// replica and the segments hold the same stored bytes. A cluster
+		// node encodes into a fresh buffer the prepare may keep, instead
+		// of reusing one the owning shard would have to copy.
+		dst := c.ebuf[:0]
+		if c.n.replicaCount > 1 {
+			dst = nil
+		}
+		enc, code := c.n.encodeSend(dst, req.Batch)
+		if code != 0 {
+			return c.status(h, code)
+		}
+		c.t.body, c.t.owned = enc, c.n.replicaCount > 1
+		if !c.t.owned {
+			c.ebuf = enc
+		}
+	}
 	ok := c.run(tg.shard)
-	c.t.body = nil
+	c.t.body, c.t.owned = nil, false
 	if !ok {
 		return false
 	}
@@ -280,6 +298,14 @@ func (c *conn) poll(h *wire.RequestHeader, body []byte) bool {
 	}
 	if c.t.status != 0 {
 		return c.status(h, wire.Code(c.t.status))
+	}
+	if c.n.atRest.codec != nil && len(c.t.poll.parts) > 0 {
+		buf, parts, code := c.n.decodePoll(c.dbuf, c.t.poll.parts)
+		c.dbuf = buf
+		if code != 0 {
+			return c.status(h, code)
+		}
+		c.t.poll.parts = append(c.t.poll.parts[:0], parts...)
 	}
 	return c.pollReply(h)
 }

@@ -65,6 +65,31 @@
 // committed batch with the same (partition_id, base_offset, prepare
 // timestamp), so their segments are byte-identical.
 //
+// # Encryption at rest
+//
+// With encryption.enabled the connection encodes the verified batch into
+// its stored form (package codec: AES-256-GCM over every payload and every
+// non-empty user-headers block, frame and batch checksums recomputed over
+// the stored bytes) before it hands it to the owning shard, so the prepare
+// body, the journal entry of every replica, the segments and the state
+// transfer artifacts all hold the same sealed bytes, and a backup that
+// forwards a send forwards its stored form (it is never sealed twice). A
+// single node encodes into a buffer the connection reuses (it waits for
+// the reply); a cluster node encodes into a fresh one the prepare keeps,
+// instead of the copy the owning shard would make. A stored batch that no
+// longer fits a prepare (28 bytes more per sealed section) is refused with
+// InvalidMessagesSize (4036). A poll's records are decoded on the
+// connection (never on the shard loop) into its own buffer: sections
+// opened, lengths and checksums recomputed over the plaintext, which is
+// what Iggy's SDKs verify; a section that does not open answers
+// CannotDecryptData (72). At boot, before anything under path is read,
+// {path}/encryption_key_check (codec.KeyCheck: an HMAC of a constant under
+// the key, never the key) refuses a wrong key, a directory written with a
+// key started without one, and a key on a directory written without; a
+// new directory with encryption on gets the file. Cluster nodes also
+// compare a key id in the replica-plane handshake (package plane), so a
+// node keyed differently never links.
+//
 // # Cluster mode
 //
 // cluster.enabled = true runs the node as replica --replica-id of a roster
@@ -253,9 +278,11 @@
 //	    transfer/artifact-{id}              cluster mode: state transfer staging
 //	    purge.gen                           u64 purge generation ‖ XXH3-64
 //	{path}/quarantine/{s}-{t}-{p}-{unix ns}/ cluster mode: unknown or damaged partition storage
+//	{path}/encryption_key_check             encryption at rest: key check (codec)
 //	{path}/state/log                        Iggy's legacy file, empty
 //	{path}/runtime/current_config.toml      rewritten at every boot
-//	{path}/logs/iggo-server.log             JSON log lines (rotated)
+//	{path}/logs/iggo-server.log             JSON log lines (package logging)
+//	{path}/logs/iggo-server.log.N           rotated copies, .1 the newest
 //
 // # View state (viewstate)
 //
@@ -294,7 +321,8 @@
 //
 // Partition groups (the operation byte says which):
 //
-//	160 send            the message batch, as sent
+//	160 send            the message batch, as sent (with encryption at
+//	                    rest its stored form, package codec)
 //	161 store offset    [kind u8][id u32][offset u64][flags u8: bit 0 auto-commit]
 //	162 delete offset   [kind u8][id u32]
 //	170 purge           [generation u64]

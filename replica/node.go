@@ -115,6 +115,9 @@ type Node struct {
 	incarnation uint64
 	seed        uint64
 	maxFrame    uint32
+	// atRest encrypts sends at admission and decrypts polls
+	// (encryption.enabled; atrest.go).
+	atRest atRest
 	// pollBufferMax bounds a poll's records so the reply frame stays under
 	// the frame limit (header and 16-byte prefix included).
 	pollBufferMax int
@@ -173,6 +176,9 @@ func New(opts Options) (*Node, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	// Logger names are the targets of logging.level directives (package
+	// logging lists them).
+	log = log.Named("replica")
 	tr := opts.Transport
 	if tr == nil {
 		tr = noTransport{}
@@ -193,6 +199,11 @@ func New(opts Options) (*Node, error) {
 		n.clusterID = id
 		n.cluster = superblock.Uint128{Lo: binary.LittleEndian.Uint64(id[:8]), Hi: binary.LittleEndian.Uint64(id[8:])}
 	}
+	ar, err := newAtRest(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	n.atRest = ar
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
@@ -237,6 +248,9 @@ func (n *Node) Start() error {
 		if err := osfs.RemoveAll(cfg.Path); err != nil {
 			return fmt.Errorf("replica: wiping %s: %w", cfg.Path, err)
 		}
+	}
+	if err := n.checkKey(osfs); err != nil {
+		return err
 	}
 	for _, d := range []string{cfg.Path, filepath.Join(cfg.Path, "metadata"), filepath.Join(cfg.Path, "streams"),
 		filepath.Join(cfg.Path, "state")} {
@@ -777,6 +791,10 @@ func (n *Node) acceptLoop() {
 
 // startBackground starts the periodic work: retention and PAT expiry.
 func (n *Node) startBackground() {
+	if d := n.cfg.Logging.SysinfoPrintInterval.Duration; d > 0 {
+		n.log.Info("system info is logged periodically", zap.Stringer("every", d))
+		n.every(d, n.logSysinfo)
+	}
 	mc := n.cfg.DataMaintenance.Messages
 	if mc.CleanerEnabled && mc.Interval.Duration > 0 {
 		n.every(mc.Interval.Duration, func() {

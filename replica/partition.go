@@ -833,10 +833,10 @@ func (p *partition) handle(t *task) {
 	switch t.kind {
 	case tkSend:
 		body := t.body
-		if p.sh.n.replicaCount > 1 {
+		if p.sh.n.replicaCount > 1 && !t.owned {
 			// The body outlives the reply (the replica retransmits it, the
 			// plane's queues reference it): it cannot alias the
-			// connection's read buffer.
+			// connection's buffers.
 			body = bytes.Clone(body)
 		}
 		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: body})

@@ -50,8 +50,11 @@ type task struct {
 	rev  uint64
 	user uint32
 
-	// Send: the verified batch (aliases the connection's read buffer).
-	body []byte
+	// Send: the verified batch in its stored form (aliases the
+	// connection's read buffer or its encoding buffer, unless owned: a
+	// fresh allocation nothing else references).
+	body  []byte
+	owned bool
 	// Metadata: the request for the metadata replica.
 	req vsr.Request
 	// Offsets and polls.
@@ -126,7 +129,7 @@ type outTask struct {
 
 func newShardLoop(n *Node, id int, fsys vfs.ShardFS) *shardLoop {
 	mp := n.cfg.MemoryPool
-	return &shardLoop{n: n, id: id, fs: fsys, log: n.log.With(zap.Int("shard", id)),
+	return &shardLoop{n: n, id: id, fs: fsys, log: n.log.Named("shard").With(zap.Int("shard", id)),
 		groups: map[uint64]*group{}, parts: map[shard.Namespace]*partition{},
 		stamps:         newStampPool(mp.Enabled, int64(mp.Size), mp.BucketCapacity, max(len(n.shards), 1)),
 		writebackBytes: n.cfg.Partition.SegmentWritebackBytes.Bytes()}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/iggo/iggo/replica/config"
@@ -230,6 +231,33 @@ func (n *Node) stats(view *metadata.State) wire.Stats {
 		s.TotalDiskSpace = fs.Blocks * uint64(fs.Bsize)
 	}
 	return s
+}
+
+// logSysinfo is logging.sysinfo_print_interval's line: what GET_STATS
+// reports about the process, the host and the data, as Iggy's system info
+// printer logs it (process and host CPU, memory, disk, clients, messages,
+// I/O, threads, open descriptors).
+func (n *Node) logSysinfo() {
+	s := n.stats(n.store.View())
+	fds := -1
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		fds = len(ents)
+	}
+	size := func(key string, b uint64) zap.Field { return zap.Stringer(key, config.ByteSize(b)) }
+	n.log.Info("system info",
+		zap.String("cpu", fmt.Sprintf("%.2f%%/%.2f%% (process/host)", s.CPUUsage, s.TotalCPUUsage)),
+		size("memory_process", s.MemoryUsage),
+		size("memory_used", s.TotalMemory-min(s.AvailableMemory, s.TotalMemory)),
+		size("memory_total", s.TotalMemory),
+		size("disk_free", s.FreeDiskSpace),
+		size("disk_total", s.TotalDiskSpace),
+		zap.Uint32("clients", s.ClientsCount),
+		zap.Uint64("messages", s.MessagesCount),
+		size("messages_size", s.MessagesSizeBytes),
+		size("read", s.ReadBytes),
+		size("written", s.WrittenBytes),
+		zap.Uint32("threads", s.ThreadsCount),
+		zap.Int("open_fds", fds))
 }
 
 // snapshotZip builds the GET_SNAPSHOT_FILE archive. Stored and Deflated are

@@ -48,6 +48,12 @@
 // base_timestamp ‖ origin_timestamp ‖ batch_length (u64 each) ‖
 // message_count (u32), followed by every frame's 8 checksum bytes in order.
 //
+// With encryption at rest (package replica/codec) the layout is the same,
+// but each payload and each non-empty user-headers block is stored sealed
+// (12-byte nonce ‖ ciphertext ‖ 16-byte tag), the two lengths are the
+// sealed lengths, and both checksums cover the stored bytes: this package
+// verifies and serves records without the key.
+//
 // A record covers the offsets [base_offset, base_offset+message_count). The
 // first record of a segment starts at the segment's start offset and each
 // record starts at the offset after the previous one. offset_delta is not

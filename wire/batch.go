@@ -377,6 +377,37 @@ func (v BatchView) Stamp(partitionID, baseOffset, baseTimestamp uint64) {
 	binary.LittleEndian.PutUint64(v.b[bhBatchChecksum:], v.ComputeChecksum())
 }
 
+// FinishFrame completes a frame rewritten in place: f holds the 48-byte
+// header whose id and deltas (bytes 8..32) are kept, then the new payload
+// of payloadLen bytes and the new user headers, to the end of f. It sets
+// both lengths, zeroes the reserved bytes and stamps the checksum. Codecs
+// that transform payloads (package replica/codec) use it to rebuild frames
+// without another copy.
+func FinishFrame(f []byte, payloadLen int) {
+	binary.LittleEndian.PutUint32(f[fhUserHeadersLen:], uint32(len(f)-FrameHeaderSize-payloadLen))
+	binary.LittleEndian.PutUint32(f[fhPayloadLen:], uint32(payloadLen))
+	binary.LittleEndian.PutUint64(f[fhReserved:], 0)
+	binary.LittleEndian.PutUint64(f[fhChecksum:], xxh3.Hash(f[fhID:]))
+}
+
+// FinishBatch completes a record whose frames were rebuilt (FinishFrame):
+// rec is the 256-byte header, whose other fields are kept, then exactly
+// count frames. It sets batch_length and message_count and recomputes the
+// batch checksum, and fails when the frames do not tile rec.
+func FinishBatch(rec []byte, count uint32) error {
+	if len(rec) < BatchHeaderSize {
+		return fieldErr("batch", "header", 0, "needs %d bytes, got %d", BatchHeaderSize, len(rec))
+	}
+	binary.LittleEndian.PutUint64(rec[bhBatchLength:], uint64(len(rec)))
+	binary.LittleEndian.PutUint32(rec[bhMessageCount:], count)
+	v, err := ParseBatch(rec)
+	if err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(rec[bhBatchChecksum:], v.ComputeChecksum())
+	return nil
+}
+
 // BatchSlice is a record cut from a stored batch for a poll reply: a freshly
 // computed header plus a sub-slice of the original frames (not copied). The
 // header keeps base_offset, base_timestamp, origin_timestamp and the frames'

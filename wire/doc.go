@@ -111,7 +111,9 @@
 // VerifyBatch validates a batch in place, in one pass and without allocating:
 // layout, every frame checksum, user headers and the batch checksum.
 // BatchView.SliceByOffset cuts poll records out of a stored batch without
-// copying frames.
+// copying frames. FinishFrame and FinishBatch restamp lengths and checksums
+// of frames and records rebuilt in place (the at-rest codec rewrites
+// payloads with them).
 //
 // # Server use
 //

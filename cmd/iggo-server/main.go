@@ -44,13 +44,13 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "iggo-server: refusing to start: %v\n", err)
 		return 1
 	}
-	log, closeLog, err := replica.NewLogger(cfg, os.Stdout)
+	root, closeLog, err := replica.NewLogger(cfg, os.Stdout)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "iggo-server: refusing to start: %v\n", err)
 		return 1
 	}
 	defer closeLog()
-	defer func() { _ = log.Sync() }()
+	log := root.Named("server")
 	// IGGO_PPROF=host:port serves Go's profiler (development only; never
 	// enabled by default).
 	if addr := os.Getenv("IGGO_PPROF"); addr != "" {
@@ -66,7 +66,7 @@ func run() int {
 		debug.SetGCPercent(cfg.Runtime.GCPercent)
 	}
 	n, err := replica.New(replica.Options{Config: cfg, ReplicaID: *replicaID, Fresh: *fresh,
-		DefaultRootCredentials: *defaultRoot, Logger: log})
+		DefaultRootCredentials: *defaultRoot, Logger: root})
 	if err != nil {
 		log.Error("refusing to start", zap.Error(err))
 		return 1

@@ -7,14 +7,23 @@
 // The file has Iggy 0.9.0's shape, so an Iggy configuration loads unchanged:
 // `path` and the tables [runtime], [logging], [sharding], [partition],
 // [metadata], [message_bus], [cluster] ... sit at the top level (the old
-// [system] table is gone). Keys for features iggo does not implement yet
-// ([http], [quic], [websocket], [telemetry], [encryption]) are parsed and
-// validated like the rest; their transports default to enabled = false and
-// enabling one yields a warning, not a listener. iggo adds keys of its own,
-// among them sharding.batch_max, runtime.gc_percent (the Go collector's
-// GOGC target), cluster.nodes[].ports.gossip (the memberlist port; unset,
-// tcp_replica + GossipPortOffset), the client-intake limits under
-// [message_bus] (descriptors_reserved, unauthenticated_*, inflight_bytes_max,
+// [system] table is gone).
+//
+// Every key either acts or refuses to start: nothing is accepted and
+// ignored. Keys of features this build does not serve ([http], [quic],
+// [websocket], [telemetry], TLS on [tcp]) are parsed and validated like the
+// rest, and turning one on refuses to start with a message saying it is not
+// available (a TLS setting never falls back to plaintext). Iggy keys for
+// mechanisms iggo does not have (Refused, refuse.go: consumer-group session
+// reports, the evicted ring, the group-commit delay ...) accept only their
+// default value. TestEveryKeyHonouredOrRefused proves it: it walks every key
+// of the schema and fails for one whose field no non-test code outside this
+// package reads (found by type-checking the module) and that is not
+// refused. iggo adds keys of its own, among them sharding.batch_max,
+// runtime.gc_percent (the Go collector's GOGC target),
+// cluster.nodes[].ports.gossip (the memberlist port; unset, tcp_replica +
+// GossipPortOffset), the client-intake limits under [message_bus]
+// (descriptors_reserved, unauthenticated_*, inflight_bytes_max,
 // frame_*_timeout), logging.client_events_per_second and the [login] table
 // (password verifications at once, the failed-login throttle).
 //

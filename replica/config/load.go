@@ -65,9 +65,10 @@ func Load(path string) (*Config, []string, error) { return LoadFrom(path, os.Env
 //     whole. With neither, the defaults stand alone;
 //  3. IGGY_* variables from environ (KEY=value strings, as os.Environ).
 //
-// It returns warnings (unknown keys and variables, settings iggo accepts but
-// does not act on) alongside the config. Any broken rule, removed key or
-// malformed value refuses the whole load with an error naming each one.
+// It returns warnings (unknown keys and variables) alongside the config;
+// settings iggo cannot serve are refused by Validate (Refused). Any broken
+// rule, removed key or malformed value refuses the whole load with an error
+// naming each one.
 func LoadFrom(path string, environ []string) (*Config, []string, error) {
 	cfg := Default()
 	env := envMap(environ)
@@ -108,7 +109,6 @@ func LoadFrom(path string, environ []string) (*Config, []string, error) {
 	if len(problems) > 0 {
 		return nil, warnings, &ValidationError{Problems: problems}
 	}
-	warnings = append(warnings, unservedWarnings(cfg)...)
 	if err := cfg.Validate(); err != nil {
 		return nil, warnings, err
 	}
@@ -579,24 +579,4 @@ func splitEnvList(s string) []string {
 		}
 	}
 	return items
-}
-
-// unservedWarnings names settings that iggo parses and validates for
-// compatibility with Iggy configuration files but does not act on.
-func unservedWarnings(cfg *Config) []string {
-	var w []string
-	add := func(on bool, key, what string) {
-		if on {
-			w = append(w, fmt.Sprintf("config: %s = true, but iggo does not implement %s yet; it is ignored", key, what))
-		}
-	}
-	add(cfg.HTTP.Enabled, "http.enabled", "the HTTP API")
-	add(cfg.QUIC.Enabled, "quic.enabled", "the QUIC transport")
-	add(cfg.WebSocket.Enabled, "websocket.enabled", "the WebSocket transport")
-	add(cfg.Telemetry.Enabled, "telemetry.enabled", "OpenTelemetry export")
-	add(cfg.Encryption.Enabled, "encryption.enabled", "payload encryption")
-	if !cfg.TCP.Enabled {
-		w = append(w, "config: tcp.enabled = false leaves no client transport iggo serves")
-	}
-	return w
 }

@@ -242,7 +242,7 @@ ports = { tcp = 8090, tcp_replica = 9090 }
 		"IGGY_CLUSTER_MEMBER_EVICTION_TIMEOUT=45s",
 		"IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE=32 MiB",
 		"IGGY_HTTP_CORS_ALLOWED_ORIGINS=https://a.example, https://b.example",
-		"IGGY_PARTITION_CONSUMER_OFFSETS_MAX=100",
+		"IGGY_PARTITION_PREPARE_QUEUE_DEPTH=100",
 		"IGGY_WEBSOCKET_MAX_FRAME_SIZE=1 MiB",
 		"IGGY_CLUSTER_AUTH_ENABLED=true",
 		"IGGY_CLUSTER_AUTH_SHARED_SECRET=0123456789abcdef0123456789abcdef",
@@ -285,8 +285,8 @@ ports = { tcp = 8090, tcp_replica = 9090 }
 	if !reflect.DeepEqual(cfg.HTTP.CORS.AllowedOrigins, []string{"https://a.example", "https://b.example"}) {
 		t.Fatalf("origins %q", cfg.HTTP.CORS.AllowedOrigins)
 	}
-	if cfg.Partition.ConsumerOffsetsMax != 100 || cfg.WebSocket.MaxFrameSize == nil || *cfg.WebSocket.MaxFrameSize != MiB {
-		t.Fatalf("partition/ws: %d %v", cfg.Partition.ConsumerOffsetsMax, cfg.WebSocket.MaxFrameSize)
+	if cfg.Partition.PrepareQueueDepth != 100 || cfg.WebSocket.MaxFrameSize == nil || *cfg.WebSocket.MaxFrameSize != MiB {
+		t.Fatalf("partition/ws: %d %v", cfg.Partition.PrepareQueueDepth, cfg.WebSocket.MaxFrameSize)
 	}
 	nodes := cfg.Cluster.Nodes
 	if len(nodes) != 3 {
@@ -345,9 +345,9 @@ func TestEnvironmentOrderDoesNotMatter(t *testing.T) {
 }
 
 func TestEnvironmentWarningsAndErrors(t *testing.T) {
-	_, warnings := mustLoad(t, "", "IGGY_TCP_ADRESS=x", "IGGY_CLUSTER_NODES_0_PORT=1", "IGGY_USERNAME=someone", "IGGY_HTTP_ENABLED=true")
+	_, warnings := mustLoad(t, "", "IGGY_TCP_ADRESS=x", "IGGY_CLUSTER_NODES_0_PORT=1", "IGGY_USERNAME=someone")
 	joined := strings.Join(warnings, "\n")
-	for _, want := range []string{"IGGY_TCP_ADRESS", "IGGY_CLUSTER_NODES_0_PORT", "http.enabled = true"} {
+	for _, want := range []string{"IGGY_TCP_ADRESS", "IGGY_CLUSTER_NODES_0_PORT"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("no warning mentioning %s in %q", want, joined)
 		}

@@ -55,3 +55,13 @@ func (s ShardingConfig) RuntimeConfig(cpus []int, log *zap.Logger) shard.Config 
 		Logger:             log,
 	}
 }
+
+// ShardCPUs resolves sharding.cpu_allocation against this machine's topology
+// and the process's allowed CPU set: one CPU per shard.
+func (cfg *Config) ShardCPUs() ([]int, error) {
+	topo, err := shard.ReadSysTopology()
+	if err != nil {
+		return nil, err
+	}
+	return shard.Resolve(cfg.Sharding.CPUAllocation, topo, shard.AllowedCPUs())
+}

@@ -148,6 +148,7 @@ func (cfg *Config) Validate() error {
 	cfg.validateLogin(c)
 	cfg.validateCluster(c)
 	cfg.validateNode(c)
+	cfg.validateRefused(c)
 	if len(c.problems) == 0 {
 		return nil
 	}
@@ -1017,14 +1018,4 @@ func (e advertisedEndpoint) authority() string { return e.host.authority(e.port)
 // could receive both, which would send such a client to the wrong node.
 func (e advertisedEndpoint) conflicts(o advertisedEndpoint) bool {
 	return e.node != o.node && e.port == o.port && e.host.equal(o.host) && e.clients.overlaps(o.clients)
-}
-
-// ShardCPUs resolves sharding.cpu_allocation against this machine's topology
-// and the process's allowed CPU set: one CPU per shard.
-func (cfg *Config) ShardCPUs() ([]int, error) {
-	topo, err := shard.ReadSysTopology()
-	if err != nil {
-		return nil, err
-	}
-	return shard.Resolve(cfg.Sharding.CPUAllocation, topo, shard.AllowedCPUs())
 }

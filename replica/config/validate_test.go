@@ -27,13 +27,6 @@ func TestValidBaselines(t *testing.T) {
 			c.Cluster.Auth = ClusterAuthConfig{Enabled: true, SharedSecret: strings.Repeat("k", 32), PreviousSharedSecret: strings.Repeat("p", 40)}
 			c.Cluster.TLS = ClusterTLSConfig{Enabled: true, SelfSigned: true}
 		},
-		"every transport on": func(c *Config) {
-			c.HTTP.Enabled, c.QUIC.Enabled, c.WebSocket.Enabled = true, true, true
-			c.WebSocket.MaxMessageSize, c.WebSocket.MaxFrameSize = sz(8*MiB), sz(MiB)
-			c.WebSocket.WriteBufferSize, c.WebSocket.MaxWriteBufferSize = sz(64*KiB), sz(MiB)
-			c.Telemetry.Enabled = true
-			clustered(c)
-		},
 		"wildcard bind with advertised address": func(c *Config) {
 			c.TCP.Address = "0.0.0.0:8090"
 			c.Node.AdvertisedAddress = "broker-1.example.com"
@@ -59,14 +52,41 @@ func TestValidBaselines(t *testing.T) {
 			c.Cluster.Nodes[0].AdvertisedAddresses = []AdvertiseSelector{{"10.0.0.0/8", "gw.example"}, {"10.1.0.0/16", "inner.example"}}
 			c.Cluster.Nodes[1].AdvertisedAddresses = []AdvertiseSelector{{"10.1.0.0/16", "gw.example"}}
 		},
-		"superblock fail-stop disabled": func(c *Config) { c.Cluster.SuperblockWedgedFatalTimeout = D(0) },
-		"log directives":                func(c *Config) { c.Logging.Level = "warn,replica=debug,shard::loop=TRACE" },
-		"unbuffered replica reads":      func(c *Config) { c.MessageBus.ReplicaReadBufferSize = 0 },
+		"log directives":           func(c *Config) { c.Logging.Level = "warn,replica=debug,shard::loop=TRACE" },
+		"unbuffered replica reads": func(c *Config) { c.MessageBus.ReplicaReadBufferSize = 0 },
 	} {
 		c := Default()
 		mut(c)
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestUnavailableTransportsRefusedOnly turns every transport this build
+// does not serve on with otherwise valid settings: the only problems are
+// the refusals (their own rules stay checked for when they are served).
+func TestUnavailableTransportsRefusedOnly(t *testing.T) {
+	c := Default()
+	c.HTTP.Enabled, c.QUIC.Enabled, c.WebSocket.Enabled = true, true, true
+	c.WebSocket.MaxMessageSize, c.WebSocket.MaxFrameSize = sz(8*MiB), sz(MiB)
+	c.WebSocket.WriteBufferSize, c.WebSocket.MaxWriteBufferSize = sz(64*KiB), sz(MiB)
+	c.Telemetry.Enabled = true
+	clustered(c)
+	var ve *ValidationError
+	if !errors.As(c.Validate(), &ve) {
+		t.Fatal("unavailable transports were accepted")
+	}
+	got := map[string]bool{}
+	for _, p := range ve.Problems {
+		got[p.Key] = true
+		if !strings.Contains(p.Rule, "not available in this build") {
+			t.Errorf("unexpected problem %s", p)
+		}
+	}
+	for _, k := range []string{"http.enabled", "quic.enabled", "websocket.enabled", "telemetry.enabled"} {
+		if !got[k] {
+			t.Errorf("%s = true not refused: %v", k, ve)
 		}
 	}
 }

@@ -75,6 +75,10 @@ type Config struct {
 	Secret         []byte
 	PreviousSecret []byte
 	TLS            TLS
+	// DataKeyID identifies the node's encryption-at-rest key (codec.KeyID),
+	// zero with encryption off. Replicas journal each other's stored
+	// batches, so peers keyed differently are refused (ReasonDataKey).
+	DataKeyID [16]byte
 
 	// Listener, when set, is the bound tcp_replica socket (shard 0 binds it
 	// and hands it over); the transport owns it from Start on and closes it

@@ -40,7 +40,8 @@
 //	32  [32] nonce: fresh random in hello and challenge, zero in finish
 //	64  [8]  key id: hello, the sender's current key; then the chosen key
 //	72  [8]  hello only: the sender's previous key id (or zero); else zero
-//	80  [16] reserved, zero
+//	80  [16] data key id: codec.KeyID of encryption.key, zero when
+//	         encryption at rest is off (Config.DataKeyID)
 //	96  [32] MAC: zero in hello; HMAC-SHA256 in challenge and finish
 //
 // Keys. Each configured secret (shared_secret, and previous_shared_secret
@@ -66,7 +67,9 @@
 //
 // What A checks, in order, refusing (closing without an answer) on the first
 // failure: a well-formed hello; same cluster id (ReasonWrongCluster); same
-// auth and TLS flags; same roster size; receiver = A; sender in the roster;
+// auth and TLS flags; same roster size; same data key id (ReasonDataKey:
+// replicas journal each other's stored batches, so encryption at rest must
+// be keyed alike on every node); receiver = A; sender in the roster;
 // sender < A (only lower ids dial; ReasonWrongDirection); a shared key; the
 // connection's source ip = the sender's roster ip (ReasonSourceAddress; the
 // dialer binds its roster ip as source); in CA mode, the client certificate

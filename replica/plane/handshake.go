@@ -53,7 +53,7 @@ const (
 	hsOffNonce    = 32
 	hsOffKeyID    = 64
 	hsOffKeyID2   = 72
-	hsOffReserve2 = 80
+	hsOffDataKey  = 80
 	hsOffMAC      = 96
 )
 
@@ -73,6 +73,9 @@ type Handshake struct {
 	KeyID      KeyID    // hello: the sender's current key; then the chosen key
 	KeyID2     KeyID    // hello only: the sender's previous key, or zero
 	MAC        [32]byte // challenge, finish: the transcript MAC; zero in hello
+	// DataKeyID names the sender's encryption.key (Config.DataKeyID), zero
+	// with encryption at rest off; peers must agree.
+	DataKeyID [16]byte
 }
 
 // ErrHandshakeMalformed is wrapped by every DecodeHandshake error.
@@ -92,6 +95,7 @@ func (h *Handshake) Encode() [HandshakeSize]byte {
 	copy(b[hsOffNonce:], h.Nonce[:])
 	copy(b[hsOffKeyID:], h.KeyID[:])
 	copy(b[hsOffKeyID2:], h.KeyID2[:])
+	copy(b[hsOffDataKey:], h.DataKeyID[:])
 	copy(b[hsOffMAC:], h.MAC[:])
 	return b
 }
@@ -135,6 +139,7 @@ func DecodeHandshake(b []byte) (Handshake, error) {
 		KeyID:      KeyID(b[hsOffKeyID : hsOffKeyID+8]),
 		KeyID2:     KeyID(b[hsOffKeyID2 : hsOffKeyID2+8]),
 		MAC:        [32]byte(b[hsOffMAC : hsOffMAC+32]),
+		DataKeyID:  [16]byte(b[hsOffDataKey : hsOffDataKey+16]),
 	}
 	if h.Step < StepHello || h.Step > StepFinish {
 		return bad("unknown step %d", h.Step)
@@ -142,7 +147,7 @@ func DecodeHandshake(b []byte) (Handshake, error) {
 	if h.Flags&^flagMask != 0 {
 		return bad("unknown flags %#x", h.Flags)
 	}
-	if !isZero(b[hsOffReserved:hsOffCluster]) || !isZero(b[hsOffReserve2:hsOffMAC]) {
+	if !isZero(b[hsOffReserved:hsOffCluster]) {
 		return bad("reserved bytes not zero")
 	}
 	if h.RosterSize == 0 || h.Sender == h.Receiver {
@@ -259,6 +264,7 @@ type local struct {
 	cluster vsr.Checksum
 	flags   uint8
 	keys    []linkKey // preferred first: current, then previous
+	dataKey [16]byte
 }
 
 func (l *local) keyByID(id KeyID) (linkKey, bool) {
@@ -284,6 +290,9 @@ func (l *local) checkCommon(h *Handshake) error {
 	if h.RosterSize != l.roster {
 		return refuse(ReasonRosterMismatch, "peer roster has %d nodes, ours %d", h.RosterSize, l.roster)
 	}
+	if h.DataKeyID != l.dataKey {
+		return refuse(ReasonDataKey, "peer's encryption key id %x, ours %x (encryption.enabled or encryption.key differs between nodes)", h.DataKeyID, l.dataKey)
+	}
 	if h.Receiver != l.self {
 		return refuse(ReasonWrongTarget, "peer addressed replica %d, we are %d", h.Receiver, l.self)
 	}
@@ -295,7 +304,7 @@ func (l *local) checkCommon(h *Handshake) error {
 
 // dialerHello builds the dialer's first message to replica target.
 func (l *local) dialerHello(target uint8) (Handshake, [HandshakeSize]byte) {
-	h := Handshake{Step: StepHello, Flags: l.flags, Sender: l.self, Receiver: target,
+	h := Handshake{Step: StepHello, Flags: l.flags, DataKeyID: l.dataKey, Sender: l.self, Receiver: target,
 		RosterSize: l.roster, Cluster: l.cluster, Nonce: freshNonce(), KeyID: l.keys[0].id}
 	if len(l.keys) > 1 {
 		h.KeyID2 = l.keys[1].id
@@ -333,7 +342,7 @@ func (l *local) acceptHello(raw []byte, exporter []byte) (hello Handshake, key l
 	if !found {
 		return hello, key, challenge, refuse(ReasonNoSharedKey, "replica %d holds no key we hold (wrong cluster.auth.shared_secret?)", hello.Sender)
 	}
-	c := Handshake{Step: StepChallenge, Flags: l.flags, Sender: l.self, Receiver: hello.Sender,
+	c := Handshake{Step: StepChallenge, Flags: l.flags, DataKeyID: l.dataKey, Sender: l.self, Receiver: hello.Sender,
 		RosterSize: l.roster, Cluster: l.cluster, Nonce: freshNonce(), KeyID: key.id}
 	enc := c.Encode()
 	c.MAC = transcriptMAC(key.mac, labelChallenge, raw, enc[:hsOffMAC], exporter)
@@ -365,7 +374,7 @@ func (l *local) dialerFinish(target uint8, helloRaw, challengeRaw, exporter []by
 	if !macEqual(c.MAC, transcriptMAC(key.mac, labelChallenge, helloRaw, challengeRaw[:hsOffMAC], exporter)) {
 		return out, refuse(ReasonBadMAC, "replica %d's challenge MAC does not verify", c.Sender)
 	}
-	f := Handshake{Step: StepFinish, Flags: l.flags, Sender: l.self, Receiver: target,
+	f := Handshake{Step: StepFinish, Flags: l.flags, DataKeyID: l.dataKey, Sender: l.self, Receiver: target,
 		RosterSize: l.roster, Cluster: l.cluster, KeyID: key.id}
 	enc := f.Encode()
 	f.MAC = transcriptMAC(key.mac, labelFinish, helloRaw, challengeRaw, enc[:hsOffMAC], exporter)

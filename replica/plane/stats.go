@@ -31,6 +31,7 @@ const (
 	ReasonTLS                          // the TLS handshake failed
 	ReasonIO                           // the connection failed during the handshake
 	ReasonBusy                         // too many handshakes in progress
+	ReasonDataKey                      // encryption at rest is keyed differently (encryption.key)
 	// Link violations by an authenticated peer; the link is closed.
 	ReasonFrameTooLarge // a frame's size field is above max_message_size
 	ReasonFrameCorrupt  // a frame fails the vsr decoder (seal, body checksum, shape)
@@ -42,7 +43,7 @@ const (
 var reasonNames = [ReasonCount]string{
 	"garbage", "wrong_cluster", "auth_mismatch", "roster_mismatch", "wrong_target",
 	"unknown_replica", "wrong_direction", "source_address", "cert_identity",
-	"no_shared_key", "bad_mac", "wrong_peer", "timeout", "tls", "io", "busy",
+	"no_shared_key", "bad_mac", "wrong_peer", "timeout", "tls", "io", "busy", "data_key",
 	"frame_too_large", "frame_corrupt", "frame_cluster", "frame_sender",
 }
 

@@ -88,7 +88,7 @@ func New(cfg Config) (*Transport, error) {
 		handshakes: make(chan struct{}, cfg.HandshakesMax),
 	}
 	t.limit.every = cfg.LogInterval
-	t.me = local{self: cfg.Self, roster: uint8(len(cfg.Roster)), cluster: t.cluster}
+	t.me = local{self: cfg.Self, roster: uint8(len(cfg.Roster)), cluster: t.cluster, dataKey: cfg.DataKeyID}
 	if cfg.Auth {
 		t.me.flags |= FlagAuth
 		t.me.keys = append(t.me.keys, deriveKey(cfg.Secret, t.cluster))

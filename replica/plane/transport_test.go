@@ -196,6 +196,38 @@ func TestAuthMismatchIsRefused(t *testing.T) {
 	})
 }
 
+// TestDataKeyMismatchIsRefused: nodes whose encryption at rest is keyed
+// differently (or on for one only) never link, since each would journal
+// batches the other stored under a key it does not hold; the same key
+// links.
+func TestDataKeyMismatchIsRefused(t *testing.T) {
+	for name, keys := range map[string][2][16]byte{
+		"different keys": {{1}, {2}},
+		"one side off":   {{}, {3}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t, 2)
+			c.start(t, 1, c.lns[1], func(cfg *Config) { cfg.DataKeyID = keys[1] })
+			c.start(t, 0, c.lns[0], func(cfg *Config) { cfg.DataKeyID = keys[0] })
+			eventually(t, "node 1 refuses node 0's data key", func() bool {
+				return c.nodes[1].tr.Stats().Refused(ReasonDataKey) >= 1
+			})
+			if !logged(c.nodes[1].logs, ReasonDataKey) {
+				t.Error("refusal not logged")
+			}
+			if c.nodes[0].tr.Connected(1) {
+				t.Fatal("linked with different data keys")
+			}
+		})
+	}
+	c := newCluster(t, 2)
+	same := func(cfg *Config) { cfg.DataKeyID = [16]byte{7} }
+	c.start(t, 1, c.lns[1], same)
+	c.start(t, 0, c.lns[0], same)
+	c.waitMesh(t)
+	exchange(t, c, 0)
+}
+
 func TestUnauthenticatedClusterLinks(t *testing.T) {
 	c := newCluster(t, 3)
 	c.startAll(t, func(i int, cfg *Config) { cfg.Auth, cfg.Secret = false, nil })

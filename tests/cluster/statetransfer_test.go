@@ -9,12 +9,12 @@ import (
 )
 
 // TestFreshNodeStateTransfer: a node wiped with --fresh after its peers
-// moved far past their journals (and with a one-entry evicted ring, so
-// journal repair cannot serve the gap) is refilled by state transfer of
+// moved far past their journals (so journal repair cannot serve the gap)
+// is refilled by state transfer of
 // the peers' checkpoints and then holds the same messages and
 // byte-identical segment files.
 func TestFreshNodeStateTransfer(t *testing.T) {
-	c := startCluster(t, harness.ClusterOptions{ExtraTOML: "\n[partition]\nevicted_ring_capacity = 1\n"})
+	c := startCluster(t, harness.ClusterOptions{})
 	specs := durabilitySpecs()
 	createTopics(t, c, 0, specs)
 	w := newWorkload(t, c, specs)
@@ -64,7 +64,7 @@ func containsLine(s string, parts ...string) bool {
 // peer restarts too. It still ends with the same messages and
 // byte-identical segments.
 func TestFreshNodeInterrupted(t *testing.T) {
-	c := startCluster(t, harness.ClusterOptions{ExtraTOML: "\n[partition]\nevicted_ring_capacity = 1\n"})
+	c := startCluster(t, harness.ClusterOptions{})
 	specs := durabilitySpecs()
 	createTopics(t, c, 0, specs)
 	w := newWorkload(t, c, specs)

@@ -87,7 +87,6 @@ view_change_retransmit_interval = "250ms"
 view_change_status_timeout = "2s"
 request_start_view_retransmit_interval = "500ms"
 repair_retry_interval = "500ms"
-repair_gap_debounce_interval = "500ms"
 `
 
 // NodeIPs returns the loopback address of each of n nodes: 127.0.0.(11+i)
