@@ -1,35 +1,56 @@
 # iggo — every go command runs with -checklinkname=0 (giouring reaches into
-# package syscall) and without VCS stamping (CI builds from plain clones too).
+# package syscall). `make help` lists the targets.
 GO      ?= go
-export GOFLAGS := -buildvcs=false -ldflags=-checklinkname=0
 BIN     := bin
+
+# Version stamping (iggo-server --version, iggo --version): in a git work
+# tree the toolchain records the commit (-buildvcs=true; elsewhere, a
+# tarball or a machine without git, it is off and the binaries say
+# "unknown"). `make build` also links in the build date and the commit, the
+# latter for linked worktrees, which the toolchain does not stamp.
+GIT_TREE    := $(shell git rev-parse --is-inside-work-tree 2>/dev/null)
+BUILDVCS    := $(if $(filter true,$(GIT_TREE)),true,false)
+COMMIT      := $(if $(filter true,$(GIT_TREE)),$(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell test -z "$$(git status --porcelain 2>/dev/null)" || echo -dirty))
+BUILD_DATE  := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG := github.com/iggo/iggo/internal/version
+LDFLAGS     := -checklinkname=0 -X $(VERSION_PKG).buildDate=$(BUILD_DATE)$(if $(COMMIT), -X $(VERSION_PKG).commit=$(COMMIT))
+export GOFLAGS := -buildvcs=$(BUILDVCS) -ldflags=-checklinkname=0
 
 # Time each fuzz target runs under `make fuzz`, and under `make test` (short).
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
-.PHONY: all build run cluster cluster-down bench-cluster test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos \
+.PHONY: all help build run cluster cluster-down bench-cluster test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos \
 	docker-binaries docker-image compose-up compose-demo compose-kill compose-down
 
 all: build
 
-build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+# Every target with a "## " description, then the variables most used.
+help: ## this list
+	@echo "make <target> [VAR=value ...]; targets:"
+	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 18
+	@echo "variables: ARGS (make run), CLUSTER_DIR, CLUSTER_BASE_PORT (make cluster), RUNS, DURATION, SEED,"
+	@echo "  CHAOS_ARGS (make chaos), SEEDS, TIME, BASE (make sim), FUZZTIME (make fuzz), DOCKER_IMAGE, COMPOSE_FILE, NODE"
+
+build: ## bin/iggo-server and bin/iggo (version, commit and build date linked in)
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 # Starts a single-node server on 127.0.0.1:8090 from the embedded default
-# config; root credentials iggy/iggy; data under ./local_data.
-run: build
-	./$(BIN)/iggo-server --with-default-root-credentials
+# config; root credentials iggy/iggy; data under ./local_data. ARGS are
+# extra iggo-server flags, e.g. make run ARGS="--config my.toml".
+ARGS ?=
+run: build ## a single node on 127.0.0.1:8090, root iggy/iggy, data in ./local_data (ARGS="...": more flags)
+	./$(BIN)/iggo-server --with-default-root-credentials $(ARGS)
 
 # A local 3-node cluster of background servers (127.0.0.1, client ports
 # CLUSTER_BASE_PORT.., data under CLUSTER_DIR); `make cluster-down` stops it
 # (iggo cluster down --purge also removes the data).
 CLUSTER_DIR       ?= local_cluster
 CLUSTER_BASE_PORT ?= 8090
-cluster: build
+cluster: build ## a local 3-node cluster in the background (iggo cluster up)
 	./$(BIN)/iggo cluster up --nodes 3 --dir $(CLUSTER_DIR) --base-port $(CLUSTER_BASE_PORT)
 
-cluster-down:
+cluster-down: ## stop it (data kept)
 	./$(BIN)/iggo cluster down --dir $(CLUSTER_DIR)
 
 # Throughput of a single node and then a 3-node local cluster in one run
@@ -48,7 +69,7 @@ BENCH_CLUSTER_BATCHES ?= 500
 BENCH_CLUSTER_NODE    ?= 0
 BENCH_PRODUCERS       ?= 1
 BENCH_CLUSTER_ARGS    ?=
-bench-cluster: build
+bench-cluster: build ## iggo bench pp against a single node, then a 3-node cluster
 	@set -e; \
 	single=$(BENCH_CLUSTER_DIR)-single; rm -rf $$single; mkdir -p $$single; \
 	trap 'kill $$spid 2>/dev/null || true; wait $$spid 2>/dev/null || true; rm -rf $$single; ./$(BIN)/iggo cluster down --dir $(BENCH_CLUSTER_DIR) --purge >/dev/null 2>&1 || true' EXIT; \
@@ -70,35 +91,35 @@ bench-cluster: build
 	    -b $(BENCH_CLUSTER_BATCHES) --durability $$d --progress none --remark "3-node local cluster" $(BENCH_CLUSTER_ARGS); \
 	done
 
-vet:
+vet: ## go vet ./...
 	$(GO) vet ./...
 
-fmt-check:
+fmt-check: ## gofmt -l over the tracked Go files
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # Everything CI runs: formatting, vet, the unit/scenario/integration tests
 # with the race detector, and each fuzz target for a short time.
-test: fmt-check vet
+test: fmt-check vet ## everything CI runs (needs Docker, root, ip and nft; see README)
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) sim-mutations
 	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 
-bench:
+bench: ## every Go benchmark
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # End-to-end server figures only (tests/bench, also part of `make bench`):
 # produce and consume of 1 KB x 1,000-message batches, one and four
 # clients, replicated and persisted topics, against a real iggo-server.
 SERVER_BENCHTIME ?= 300x
-bench-server:
+bench-server: ## end-to-end server figures (tests/bench)
 	$(GO) test -run '^$$' -bench . -benchtime $(SERVER_BENCHTIME) ./tests/bench/
 
 # Runs every Fuzz* target in every package for FUZZTIME each. Go 1.26's fuzz
 # engine can end a time-bounded run with "context deadline exceeded" and no
 # failing input (golang/go#75804); that outcome counts as a pass, while any
 # run that writes a failing input fails the target.
-fuzz:
+fuzz: ## every fuzz target for FUZZTIME
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== fuzz $$pkg $$f ($(FUZZTIME))"; \
@@ -116,22 +137,22 @@ fuzz:
 SEEDS ?= 10000
 TIME  ?= 60m
 BASE  ?= 0
-sim:
+sim: ## a consensus simulator campaign (SEEDS, TIME, BASE)
 	$(GO) test ./tests/sim -run 'TestSim$$' -count=1 -timeout 0 -v -seeds=$(SEEDS) -time=$(TIME) -base=$(BASE)
 
 # Runs the simulator against each deliberate safety breakage in vsr (build tag
 # vsrmutations) and fails unless every one is caught.
-sim-mutations:
+sim-mutations: ## the simulator against deliberate vsr safety bugs
 	$(GO) test -tags vsrmutations ./tests/sim -run 'TestMutations' -count=1 -v
 
-clean:
+clean: ## remove bin/ and the Docker build directory
 	rm -rf $(BIN) $(DOCKER_BUILD_DIR)
 
 # Storage figures: io_uring vs portable appends and group commit, the
 # journal on top, and the machine's own sequential write bandwidth (dd) to
 # compare with. Temporary files go under /tmp and are removed.
 BENCHTIME ?= 300x
-bench-storage:
+bench-storage: ## io_uring vs portable storage figures, and dd
 	$(GO) test -run '^$$' -bench 'Append1MB|GroupCommit' -benchtime $(BENCHTIME) -count 3 ./shard/vfs/
 	$(GO) test -run '^$$' -bench 'PartitionAppend1MB' -benchtime $(BENCHTIME) -count 3 ./journal/
 	@f=$$(mktemp /tmp/iggo-dd-XXXXXX); \
@@ -147,7 +168,7 @@ RUNS       ?= 1
 DURATION   ?= 30s
 SEED       ?= 0
 CHAOS_ARGS ?=
-chaos:
+chaos: ## chaos campaigns (RUNS, DURATION, SEED, CHAOS_ARGS)
 	$(GO) build -o $(BIN)/iggo-chaos ./tests/chaos/cmd/iggo-chaos
 	$(if $(wildcard cmd/iggo-server),$(GO) build -o $(BIN)/iggo-server ./cmd/iggo-server)
 	./$(BIN)/iggo-chaos run --runs $(RUNS) --duration $(DURATION) --seed $(SEED) \
@@ -166,18 +187,18 @@ COMPOSE_FILE    ?= deploy/docker-compose.yml
 COMPOSE_PROJECT ?= iggo
 COMPOSE_CMD      = IGGO_IMAGE=$(DOCKER_IMAGE) $(COMPOSE) -f $(COMPOSE_FILE) -p $(COMPOSE_PROJECT)
 
-docker-binaries:
+docker-binaries: ## static binaries for the image
 	rm -rf $(DOCKER_BUILD_DIR)
 	mkdir -p $(DOCKER_BUILD_DIR)/data
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DOCKER_BUILD_DIR)/ ./cmd/iggo-server ./cmd/iggo
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DOCKER_BUILD_DIR)/iggo-demo ./deploy/demo
 
-docker-image: docker-binaries
+docker-image: docker-binaries ## the FROM scratch image (DOCKER_IMAGE)
 	$(DOCKER) build -t $(DOCKER_IMAGE) -f deploy/Dockerfile $(DOCKER_BUILD_DIR)
 
 # Starts the nodes and waits until every one (every container with a
 # health check) runs and reports healthy.
-compose-up: docker-image
+compose-up: docker-image ## start the compose cluster and wait until healthy
 	$(COMPOSE_CMD) up -d
 	@for i in $$(seq 1 90); do \
 	  ids=$$($(COMPOSE_CMD) ps -a -q); \
@@ -186,14 +207,14 @@ compose-up: docker-image
 	  sleep 2; \
 	done; $(COMPOSE_CMD) ps; echo "nodes not healthy after 180 s"; exit 1
 
-compose-demo:
+compose-demo: ## run the produce/verify demo against it
 	$(COMPOSE_CMD) --profile demo run --rm demo
 
 # Kills one node (NODE, default node-1) the hard way; `make compose-up`
 # starts it again.
 NODE ?= node-1
-compose-kill:
+compose-kill: ## kill one node (NODE)
 	$(DOCKER) kill $$($(COMPOSE_CMD) ps -a -q $(NODE))
 
-compose-down:
+compose-down: ## stop and remove the compose project
 	$(COMPOSE_CMD) --profile demo down -v

@@ -18,6 +18,7 @@ import (
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/wire"
 )
 
 // Cluster mode (cluster.enabled = true). Every consensus group — the
@@ -289,7 +290,7 @@ func (n *Node) clusterBootstrap() error {
 	t.onDone = func(t *task) {
 		switch {
 		case t.status != 0:
-			n.log.Info("root user not created by this node (another node's proposal committed first)", zap.Uint32("code", t.status))
+			n.log.Info("root user not created by this node (another node's proposal committed first)", zap.Stringer("code", wire.Code(t.status)))
 		case generated:
 			n.log.Warn("root user created with a generated password; it is shown only this once",
 				zap.String("username", user), zap.String("password", pass))

@@ -133,7 +133,7 @@ func rosterReply(name string, roster []config.ClusterNode, self uint8, client ne
 // Gossip wiring.
 
 // startGossip starts gossip in cluster mode. It runs before the listener
-// binds, so every connection sees n.ci set. A failure is logged, never
+// accepts, so every connection sees n.ci set. A failure is logged, never
 // fatal: without gossip the node serves, and reports its peers unreachable.
 func (n *Node) startGossip() {
 	if !n.cfg.Cluster.Enabled {

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/audit"
 	"github.com/iggo/iggo/replica/intake"
 	"github.com/iggo/iggo/replica/loginguard"
 	"github.com/iggo/iggo/replica/metadata"
@@ -59,6 +60,9 @@ type conn struct {
 	session uint64
 	userID  uint32
 
+	audit   *audit.Client
+	reqBody []byte // body of the request being served (for denial lines)
+
 	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
 	ended  atomic.Bool
 	rr     uint32 // group polls without a partition: round robin over owned partitions
@@ -71,6 +75,7 @@ func newConn(n *Node, shardIdx int, nc net.Conn, transport string, ticket *intak
 		src: intake.AddrKey(nc.RemoteAddr()), since: time.Now()}
 	c.id = n.clients.nextID()
 	c.log = n.log.Named("conn").With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
+	c.audit = n.audit.Client(zap.Uint32("client", c.id), zap.String("addr", c.addr))
 	c.t.done = make(chan struct{}, 1)
 	return c
 }
@@ -88,7 +93,7 @@ func (c *conn) serve() {
 	}
 	defer c.finish()
 	c.rd = intake.NewReader(c.nc, &c.n.limits)
-	c.n.audit.Info(evAccepted, "connection accepted", c.fields()...)
+	c.n.clientLog.Info(evAccepted, "connection accepted", c.fields()...)
 	for {
 		frame, err := c.rd.Next(c.idleLimit())
 		if err != nil {
@@ -130,7 +135,7 @@ func (c *conn) finish() {
 	}
 	c.bound = false
 	c.mu.Unlock()
-	c.n.audit.Info(evClosed, "connection closed", closed...)
+	c.n.clientLog.Info(evClosed, "connection closed", closed...)
 	if bound && len(c.n.store.View().Memberships(client)) > 0 {
 		c.n.submitSystem(metadata.DisconnectClient{Client: client})
 	}
@@ -146,6 +151,8 @@ func (c *conn) handle(frame []byte) bool {
 		return false
 	}
 	body := frame[wire.HeaderSize:]
+	c.reqBody = body
+	defer func() { c.reqBody = nil }() // do not pin a large frame while idle
 	if h.Client.IsZero() || !h.Operation.ClientAllowed() {
 		c.log.Info("closing connection: request header refused", zap.Stringer("operation", h.Operation))
 		return false
@@ -220,11 +227,13 @@ func (c *conn) okPayload(h *wire.RequestHeader, p wire.ReplyPayload) bool {
 }
 
 func (c *conn) status(h *wire.RequestHeader, code wire.Code) bool {
+	c.denied(h, code)
 	c.wbuf = wire.AppendStatusReply(c.wbuf[:0], h, code)
 	return c.write(c.wbuf)
 }
 
 func (c *conn) reject(h *wire.RequestHeader, code wire.Code) bool {
+	c.denied(h, code)
 	c.wbuf = wire.AppendRejectionReply(c.wbuf[:0], h, code)
 	return c.write(c.wbuf)
 }

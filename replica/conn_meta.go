@@ -51,8 +51,10 @@ func (c *conn) metadataOp(h *wire.RequestHeader, body []byte) bool {
 		return c.reject(h, wire.Code(c.t.vstatus))
 	}
 	if code := replyCode(c.t.reply); code != 0 {
+		c.changed(view, uid, adm.Command, wire.Code(code), nil)
 		return c.reject(h, wire.Code(code))
 	}
+	c.changed(view, uid, adm.Command, 0, c.t.reply[4:])
 	switch adm.Command.(type) {
 	case metadata.JoinConsumerGroup:
 		c.member.Store(true)

@@ -262,6 +262,35 @@
 //
 // # Data directory
 //
+// One process owns {path}: before it reads or writes anything else there
+// (cmd/iggo-server: before it even opens its log file), a server takes
+// the exclusive flock(2) of {path}/iggo.lock, which the kernel drops when
+// the process exits, however it exits. A second server on the directory
+// exits at once with "data directory {path} is in use by pid N (...)",
+// having changed nothing. The lock file is text, written by the holder
+// after it took the lock (package datadir has the details):
+//
+//	iggo data directory lock
+//	pid=<decimal>
+//	node=<roster name, or "single node">
+//	replica_id=<decimal>
+//	started=<RFC 3339, UTC, nanoseconds>
+//
+// Start then binds the client listener and, in cluster mode, the replica
+// plane's, and only then recovers storage, so a start that cannot bind
+// its ports fails without touching the data; accepting starts after
+// recovery (connections wait in the listen backlog meanwhile). Gossip binds
+// later and never fails a start (it retries). Recovery itself is the same
+// whether the previous run stopped cleanly or crashed.
+//
+// --fresh empties the directory only if every top-level entry is one a
+// node creates (metadata, streams, state, quarantine, the runtime.path and
+// logging.path directories) or one it keeps (iggo.lock, lost+found); a
+// directory with anything else is refused, naming the unexpected entries,
+// before anything is created or removed in it. The wipe keeps the lock
+// file and the log directory, so the log of the run that wiped survives.
+//
+//	{path}/iggo.lock                        the owner's lock file, above
 //	{path}/metadata/superblock              superblock package (4 copies)
 //	{path}/metadata/viewstate               vsr state record, below
 //	{path}/metadata/journal.wal             metadata prepare journal
@@ -283,6 +312,22 @@
 //	{path}/runtime/current_config.toml      rewritten at every boot
 //	{path}/logs/iggo-server.log             JSON log lines (package logging)
 //	{path}/logs/iggo-server.log.N           rotated copies, .1 the newest
+//
+// # Audit trail
+//
+// The connection that served a request writes its audit lines (package
+// audit; conn_audit.go): each committed change of users, permissions,
+// tokens, streams, topics, partitions and consumer groups, each such change
+// the metadata state machine refused, and every permission denial (code
+// 41, whichever check gave it), at INFO under the logger replica.audit, with the
+// user, the connection's client id and address, and the resource by id and
+// name. Denials and refusals are budgeted per connection and per node
+// (logging.audit_client_lines_per_second, audit_lines_per_second); committed
+// changes never are. In a cluster only the node the client talks to writes
+// them. Gossip logs each peer coming up or going down at INFO; recovery
+// logs what it recovered (metadata: op, checkpoint, journal ops replayed,
+// streams, topics, partitions, groups, users; partitions: journal ops
+// replayed, segments, messages, bytes, consumer offsets).
 //
 // # View state (viewstate)
 //
@@ -365,7 +410,7 @@
 // Gossip runs in cluster mode only, on the node's roster gossip port,
 // encrypted and authenticated with the key derived from
 // cluster.auth.shared_secret when cluster.auth is on. It starts just before
-// the client listener and announces healthy plus the node's role and view,
+// the client listener accepts and announces healthy plus the node's role and view,
 // re-announced within a gossip interval of any change. A port that cannot
 // be bound is logged and retried every rejoin interval; the node serves
 // meanwhile. Close announces stopping and leaves first (each step bounded

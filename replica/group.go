@@ -82,6 +82,9 @@ type group struct {
 	// bootBodies holds the journal entries read at boot above the
 	// checkpoint, so the replay that follows does not read them twice.
 	bootBodies map[uint64][]byte
+	// bootOps counts them: the journal ops above the checkpoint that
+	// recovery replays ("recovered" log lines).
+	bootOps int
 
 	dirty   bool
 	syncing []appended
@@ -269,6 +272,7 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 			}
 			boot.Journal = append(boot.Journal, e)
 		}
+		g.bootOps = len(g.bootBodies)
 	}
 	if payload == nil && spec.rejoin && spec.cfg.ReplicaCount > 1 {
 		boot.Rejoin = true

@@ -100,7 +100,7 @@ func (n *Node) serveClient(transport string, nc net.Conn) {
 	src := intake.AddrKey(nc.RemoteAddr())
 	ticket, refusal := n.admission.Admit(transport, src)
 	if refusal != nil {
-		n.audit.Warn(evRefused+":"+refusal.Key, "connection refused", zap.String("limit", refusal.Key), zap.Int64("value", refusal.Limit),
+		n.clientLog.Warn(evRefused+":"+refusal.Key, "connection refused", zap.String("limit", refusal.Key), zap.Int64("value", refusal.Limit),
 			zap.String("transport", transport), zap.String("addr", nc.RemoteAddr().String()))
 		_ = nc.Close()
 		return
@@ -117,7 +117,7 @@ func (n *Node) serveClient(transport string, nc net.Conn) {
 // acceptFailed paces an accept loop after err; false: the node stops.
 func (n *Node) acceptFailed(bo *intake.AcceptBackoff, transport string, err error) bool {
 	d := bo.Failed()
-	n.audit.Warn(evAcceptFailed, "accept failed; backing off", zap.String("transport", transport), zap.Error(err),
+	n.clientLog.Warn(evAcceptFailed, "accept failed; backing off", zap.String("transport", transport), zap.Error(err),
 		zap.Duration("backoff", d), zap.Bool("out_of_descriptors", intake.OutOfDescriptors(err)))
 	select {
 	case <-n.stop:
@@ -152,7 +152,7 @@ func (c *conn) readFailed(err error) bool {
 	switch {
 	case errors.As(err, &le) && le.Answerable:
 		h, herr := wire.DecodeRequestHeader(le.Header, c.n.maxFrame)
-		c.n.audit.Warn(evFrameRefused+":"+le.Key, "request refused: budget exhausted", c.fields(zap.String("limit", le.Key),
+		c.n.clientLog.Warn(evFrameRefused+":"+le.Key, "request refused: budget exhausted", c.fields(zap.String("limit", le.Key),
 			zap.Int64("value", le.Limit), zap.Uint32("size", le.Size))...)
 		if herr != nil {
 			return false
@@ -162,7 +162,7 @@ func (c *conn) readFailed(err error) bool {
 		}
 		return c.status(&h, wire.CodeTransientNotAccepted)
 	case errors.As(err, &le):
-		c.n.audit.Warn(evFrameRefused+":"+le.Key, "closing connection: frame refused", c.fields(zap.String("limit", le.Key),
+		c.n.clientLog.Warn(evFrameRefused+":"+le.Key, "closing connection: frame refused", c.fields(zap.String("limit", le.Key),
 			zap.Int64("value", le.Limit), zap.Uint32("size", le.Size))...)
 	case errors.As(err, &te) && te.Phase == "idle" && c.member.Load():
 		c.log.Info("evicting a silent consumer-group member")
@@ -170,10 +170,10 @@ func (c *conn) readFailed(err error) bool {
 	case errors.As(err, &te):
 		key := map[string]string{"idle": intake.KeyUnauthIdleTimeout, "header": intake.KeyFrameHeaderTimeout,
 			"body": intake.KeyFrameBodyTimeout}[te.Phase]
-		c.n.audit.Info(evFrameRefused+":"+key, "closing connection: read deadline passed", c.fields(zap.String("limit", key),
+		c.n.clientLog.Info(evFrameRefused+":"+key, "closing connection: read deadline passed", c.fields(zap.String("limit", key),
 			zap.Duration("value", te.After), zap.Int("bytes", te.Got))...)
 	case errors.As(err, &fe):
-		c.n.audit.Info(evFrameRefused, "closing connection: frame size out of range", c.fields(zap.String("limit", "message_bus.max_message_size"),
+		c.n.clientLog.Info(evFrameRefused, "closing connection: frame size out of range", c.fields(zap.String("limit", "message_bus.max_message_size"),
 			zap.Uint32("max", fe.Max), zap.Uint32("size", fe.Size))...)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	default:
@@ -228,13 +228,13 @@ func loginName(reg *wire.Register) string {
 }
 
 func (c *conn) loginFailed(reg *wire.Register, reason string) {
-	c.n.audit.Info(evLoginFailed, "login failed", c.fields(zap.String("user", loginName(reg)), zap.String("reason", reason))...)
+	c.n.clientLog.Info(evLoginFailed, "login failed", c.fields(zap.String("user", loginName(reg)), zap.String("reason", reason))...)
 }
 
 // loggedIn moves the connection out of the unauthenticated limits.
 func (c *conn) loggedIn(u *metadata.User, token bool) {
 	c.ticket.Authenticated()
 	c.rd.SetAuthenticated(true)
-	c.n.audit.Info(evLoginOK, "login succeeded", c.fields(zap.String("user", u.Username), zap.Uint32("user_id", u.ID),
+	c.n.clientLog.Info(evLoginOK, "login succeeded", c.fields(zap.String("user", u.Username), zap.Uint32("user_id", u.ID),
 		zap.Bool("token", token))...)
 }

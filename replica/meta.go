@@ -284,7 +284,7 @@ func (m *metaSM) systemDone(t *task) {
 	m.sysBusy = false
 	switch {
 	case t.status != 0:
-		m.n.log.Error("system command refused", zap.Uint32("status", t.status))
+		m.n.log.Error("system command refused", zap.Stringer("status", wire.Code(t.status)))
 		if len(m.sysQueue) > 0 && t.req.Operation != vsr.OperationRegister {
 			m.finishSystem(t.status)
 		}
@@ -302,7 +302,7 @@ func (m *metaSM) systemDone(t *task) {
 		code := replyCode(t.reply)
 		if code != 0 {
 			m.n.log.Warn("system command rejected", zap.String("command", fmt.Sprintf("%T", m.sysQueue[0].cmd)),
-				zap.Uint32("code", code))
+				zap.Stringer("code", wire.Code(code)))
 		}
 		m.finishSystem(code)
 	}

@@ -18,8 +18,11 @@ import (
 	"github.com/zeebo/xxh3"
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/internal/version"
 	"github.com/iggo/iggo/journal"
+	"github.com/iggo/iggo/replica/audit"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/datadir"
 	"github.com/iggo/iggo/replica/gossip"
 	"github.com/iggo/iggo/replica/intake"
 	"github.com/iggo/iggo/replica/loginguard"
@@ -34,7 +37,7 @@ import (
 )
 
 // ServerVersion is what the login reply and GET_STATS report.
-const ServerVersion = "0.9.0-iggo"
+const ServerVersion = version.Version
 
 // Default root credentials of --with-default-root-credentials.
 const (
@@ -67,6 +70,10 @@ type Options struct {
 	// first and write the ports into the roster).
 	ClientListener  net.Listener
 	ReplicaListener net.Listener
+	// DataDir, when set, is the lock of Config.Path already taken
+	// (LockDataDir); the node owns it from Start on and releases it in
+	// Close. Nil: Start takes it.
+	DataDir *datadir.Lock
 }
 
 // Transport is the replica plane seen from the consensus groups: every
@@ -123,6 +130,7 @@ type Node struct {
 	pollBufferMax int
 	admit         metadata.AdmitConfig
 
+	dirLock *datadir.Lock
 	ln      net.Listener
 	handoff *shard.RoundRobin
 	// Client intake (intake.go): admission, budgets and frame limits, the
@@ -131,11 +139,12 @@ type Node struct {
 	unauthBudget *intake.Budget
 	limits       intake.Limits
 	logins       *loginguard.Guard
-	audit        *ratelog.Logger
+	clientLog    *ratelog.Logger
 	bound        string
 	started      time.Time
 
 	clients   clientRegistry
+	audit     *audit.Log
 	partStats sync.Map // shard.Namespace → *partStats
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
 
@@ -204,10 +213,12 @@ func New(opts Options) (*Node, error) {
 		return nil, err
 	}
 	n.atRest = ar
+	n.audit = audit.New(audit.Config{PerSecond: opts.Config.Logging.AuditLinesPerSecond,
+		ClientPerSecond: opts.Config.Logging.AuditClientLinesPerSecond}, log.Named("audit"))
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
-	n.audit = ratelog.New(log, opts.Config.Logging.ClientEventsPerSecond)
+	n.clientLog = ratelog.New(log.Named("clients"), opts.Config.Logging.ClientEventsPerSecond)
 	n.initIntake()
 	return n, nil
 }
@@ -221,11 +232,13 @@ func (n *Node) Addr() string { return n.bound }
 // Store returns the published metadata (read-only views).
 func (n *Node) Store() *metadata.Store { return n.store }
 
-// Start boots the node: storage recovery, the metadata group and every
-// partition group replayed from their journals, root bootstrap on a first
-// boot, then the shards and the listener. It returns once clients can
-// connect.
-func (n *Node) Start() error {
+// Start boots the node: it takes the data directory's lock (unless
+// Options.DataDir holds it already) and binds its listeners before it
+// reads anything else there, then storage recovery, the metadata group and
+// every partition group replayed from their journals, root bootstrap on a
+// first boot, then the shards, and accepting. It returns once clients can
+// connect. A failed Start releases what it took, the lock included.
+func (n *Node) Start() (err error) {
 	n.started = time.Now()
 	n.incarnation = uint64(n.started.UnixMicro())
 	// Consumer-group joins record where the member's connection lives.
@@ -237,6 +250,42 @@ func (n *Node) Start() error {
 	if err := n.startIntake(); err != nil {
 		return err
 	}
+	n.dirLock = n.opts.DataDir
+	if n.dirLock == nil {
+		if n.dirLock, err = LockDataDir(cfg, n.opts.ReplicaID); err != nil {
+			return err
+		}
+	}
+	// stage says how far a failed start got, so it undoes exactly that.
+	stage := 0
+	const (
+		bound = iota + 1
+		storage
+		running
+	)
+	defer func() {
+		if err == nil {
+			return
+		}
+		if stage >= running {
+			n.stopGossip()
+			_, _ = n.rt.Shutdown()
+		}
+		if stage >= storage {
+			n.closeStorage()
+		}
+		if stage >= bound {
+			if n.plane != nil {
+				_ = n.plane.Close()
+			}
+			_ = n.ln.Close()
+		}
+		n.releaseDataDir()
+	}()
+	if err := n.bindListeners(); err != nil {
+		return err
+	}
+	stage = bound
 	osfs := vfs.NewOS()
 	if n.opts.Fresh {
 		// Only a node that held cluster data may have acknowledged ops its
@@ -244,10 +293,10 @@ func (n *Node) Start() error {
 		// is simply a new node (a whole new cluster may start that way).
 		_, err := osfs.Stat(filepath.Join(cfg.Path, "metadata", "superblock"))
 		n.fresh = n.clustered() && err == nil
-		n.log.Warn("--fresh: wiping the data directory", zap.String("path", cfg.Path))
-		if err := osfs.RemoveAll(cfg.Path); err != nil {
-			return fmt.Errorf("replica: wiping %s: %w", cfg.Path, err)
+		if err := datadir.Wipe(osfs, dataLayout(cfg)); err != nil {
+			return fmt.Errorf("replica: %w", err)
 		}
+		n.log.Warn("--fresh: wiped the data directory (kept its lock file and logs)", zap.String("path", cfg.Path))
 	}
 	if err := n.checkKey(osfs); err != nil {
 		return err
@@ -278,51 +327,40 @@ func (n *Node) Start() error {
 		return err
 	}
 	n.fss = fss
+	stage = storage
 	n.log.Info("storage", zap.String("io", string(impl)), zap.Int("shards", rt.Shards()), zap.Ints("cpus", cpus))
 	n.shards = make([]*shardLoop, rt.Shards())
 	for i := range n.shards {
 		n.shards[i] = newShardLoop(n, i, fss[i])
 	}
 	if n.clustered() {
-		if err := n.newPlane(); err != nil {
-			n.closeStorage()
-			return err
-		}
 		n.log.Info("cluster mode", zap.String("cluster", cfg.Cluster.Name), zap.Int("replica_id", n.opts.ReplicaID),
 			zap.String("node", n.member.Name), zap.Int("replicas", n.replicaCount))
 	}
 	if err := n.bootMetadata(); err != nil {
-		n.closeStorage()
 		return err
 	}
 	if err := n.bootPartitions(); err != nil {
-		n.closeStorage()
 		return err
 	}
 	if err := rt.Start(func(i int) shard.Handler[*task] { return n.shards[i] }); err != nil {
-		n.closeStorage()
 		return err
 	}
+	stage = running
 	if n.plane != nil {
 		if err := n.plane.Start(); err != nil {
-			_, _ = rt.Shutdown()
-			n.closeStorage()
 			return err
 		}
 	}
 	n.startGossip()
-	if err := n.listen(); err != nil {
-		n.stopGossip()
-		if n.plane != nil {
-			_ = n.plane.Close()
-		}
-		_, _ = rt.Shutdown()
-		n.closeStorage()
+	if err := n.serve(); err != nil {
 		return err
 	}
 	if n.clustered() {
 		if err := n.clusterBootstrap(); err != nil {
+			// Close undoes everything, the lock included.
 			_ = n.Close()
+			stage = 0
 			return err
 		}
 	}
@@ -432,8 +470,11 @@ func (n *Node) bootMetadata() error {
 	sh.settle()
 	g.bootBodies = nil
 	view := n.store.View()
-	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Int("streams", view.StreamsCount()),
-		zap.Int("users", len(view.Users())))
+	counts := view.Counts()
+	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Uint64("checkpoint_op", g.durableCkpt),
+		zap.Int("journal_ops_replayed", g.bootOps), zap.Int("streams", counts.Streams), zap.Int("topics", counts.Topics),
+		zap.Int("partitions", counts.Partitions), zap.Int("consumer_groups", counts.ConsumerGroups),
+		zap.Int("users", counts.Users))
 	if n.clustered() {
 		// Registering the node's session and creating root need a quorum:
 		// they run once the shards and the replica plane are up
@@ -605,7 +646,26 @@ func (n *Node) bootPartitions() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	n.log.Info("partitions recovered", zap.Int("partitions", len(keep)))
+	var tot struct {
+		segments, offsets, ops int
+		messages, bytes        uint64
+	}
+	for _, sh := range n.shards {
+		for _, p := range sh.parts {
+			segs, msgs, size := int(p.stats.segments.Load()), p.stats.messages.Load(), p.stats.size.Load()
+			p.log.Debug("partition recovered", zap.Uint64("op", p.applied), zap.Uint64("checkpoint_op", p.g.durableCkpt),
+				zap.Int("journal_ops_replayed", p.g.bootOps), zap.Int("segments", segs), zap.Uint64("messages", msgs),
+				zap.Uint64("bytes", size), zap.Uint64("next_offset", p.next), zap.Int("consumer_offsets", len(p.offsets)))
+			tot.segments += segs
+			tot.messages += msgs
+			tot.bytes += size
+			tot.offsets += len(p.offsets)
+			tot.ops += p.g.bootOps
+		}
+	}
+	n.log.Info("partitions recovered", zap.Int("partitions", len(keep)), zap.Int("journal_ops_replayed", tot.ops),
+		zap.Int("segments", tot.segments), zap.Uint64("messages", tot.messages), zap.Uint64("bytes", tot.bytes),
+		zap.Int("consumer_offsets", tot.offsets))
 	return nil
 }
 
@@ -739,20 +799,11 @@ func partitionRevision(view *metadata.State, stream, topic, id uint32) uint64 {
 	return 0
 }
 
-func (n *Node) listen() error {
-	ln := n.opts.ClientListener
-	if ln == nil {
-		addr := n.clientListenAddr()
-		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
-			return fmt.Errorf("replica: binding tcp %s: %w", addr, err)
-		}
-	}
-	n.ln = ln
-	n.bound = ln.Addr().String()
+// serve starts accepting on the listener bindListeners bound, after the
+// runtime file names its address.
+func (n *Node) serve() error {
 	n.handoff = shard.NewRoundRobin(len(n.shards), n.cfg.Cluster.Coordinator.SkipShardZeroForClients)
 	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound}); err != nil {
-		_ = ln.Close()
 		return err
 	}
 	n.bg.Add(1)
@@ -868,6 +919,7 @@ func (n *Node) Close() error {
 		}
 		n.clients.wait()
 		n.closeStorage()
+		n.releaseDataDir()
 		n.log.Info("iggo server stopped")
 	})
 	return err

@@ -1197,9 +1197,9 @@ func (p *partition) proposeRetention(t *metadata.Topic, now uint64) {
 		if d.status != 0 || d.vstatus != vsr.StatusOK {
 			// The next pass proposes it again (if this node still leads).
 			p.log.Info("retention op not committed", zap.Uint64("keep_from", keep),
-				zap.Uint32("status", d.status), zap.Uint32("vsr_status", uint32(d.vstatus)))
+				zap.Stringer("status", wire.Code(d.status)), zap.Stringer("vsr_status", d.vstatus))
 		} else if len(d.reply) == 4 && binary.LittleEndian.Uint32(d.reply) != 0 {
-			p.log.Error("retention op failed", zap.Uint64("keep_from", keep), zap.Uint32("code", binary.LittleEndian.Uint32(d.reply)))
+			p.log.Error("retention op failed", zap.Uint64("keep_from", keep), zap.Stringer("code", wire.Code(binary.LittleEndian.Uint32(d.reply))))
 		}
 	}}, vsr.Request{Operation: opDeleteSegments, WallClock: now, Body: u64Bytes(keep)})
 }

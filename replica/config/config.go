@@ -203,6 +203,13 @@ type LoggingConfig struct {
 	// event and second; what is held back is counted in the next line.
 	// iggo key.
 	ClientEventsPerSecond int `toml:"client_events_per_second"`
+	// AuditLinesPerSecond and AuditClientLinesPerSecond bound the audit
+	// lines of denials and refused changes (package replica/audit) the
+	// node writes, and one client connection may cause, per second (bursts
+	// of as many); lines over budget are counted and the count logged with
+	// the connection's next line. iggo keys.
+	AuditLinesPerSecond       int `toml:"audit_lines_per_second"`
+	AuditClientLinesPerSecond int `toml:"audit_client_lines_per_second"`
 }
 
 type EncryptionConfig struct {

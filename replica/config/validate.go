@@ -351,7 +351,16 @@ func (cfg *Config) validateLogging(c *checker) {
 		c.fail("logging.sysinfo_print_interval", "must be 0 (off) or at least 1 s, got %s", l.SysinfoPrintInterval)
 	}
 	c.intRange("logging.client_events_per_second", l.ClientEventsPerSecond, 1, ClientEventsPerSecondMax)
+	if n := l.AuditLinesPerSecond; n < 1 || n > auditLinesMax {
+		c.fail("logging.audit_lines_per_second", "must be 1..%d, got %d", auditLinesMax, n)
+	}
+	if n := l.AuditClientLinesPerSecond; n < 1 || n > l.AuditLinesPerSecond {
+		c.fail("logging.audit_client_lines_per_second", "must be 1..logging.audit_lines_per_second (%d), got %d", l.AuditLinesPerSecond, n)
+	}
 }
+
+// auditLinesMax bounds logging.audit_lines_per_second.
+const auditLinesMax = 100000
 
 func (cfg *Config) validateMisc(c *checker) {
 	if e := cfg.Encryption; e.Enabled {

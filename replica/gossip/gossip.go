@@ -656,7 +656,28 @@ func (g *Gossip) observe(n *memberlist.Node, kind EventKind) {
 	if metaOK {
 		e.m.Meta, e.m.HasMeta = meta, true
 	}
+	if prev != e.m.Liveness {
+		g.logLiveness(e.m, prev)
+	}
 	g.emit(Event{Kind: kind, Member: e.m})
+}
+
+// logLiveness logs a member coming up (alive) or going down (dead or
+// left) at INFO.
+func (g *Gossip) logLiveness(m Member, prev Liveness) {
+	msg := "gossip peer up"
+	if m.Liveness != LivenessAlive {
+		msg = "gossip peer down"
+	}
+	fields := []zap.Field{zap.String("peer", m.Name), zap.Uint8("peer_replica", m.ReplicaID),
+		zap.Stringer("liveness", m.Liveness), zap.Stringer("was", prev)}
+	if m.Addr.IsValid() {
+		fields = append(fields, zap.Stringer("addr", m.Addr))
+	}
+	if m.HasMeta {
+		fields = append(fields, zap.Stringer("status", m.Meta.Status))
+	}
+	g.log.Info(msg, fields...)
 }
 
 type writerFunc func(p []byte) (int, error)

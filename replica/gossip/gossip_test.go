@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 const (
@@ -124,7 +126,13 @@ func TestThreeNodesConverge(t *testing.T) {
 }
 
 func TestKilledNodeBecomesSuspectThenDead(t *testing.T) {
-	gs := startSeq(t, nil, 3)
+	// Node 0 logs to an observer (in memory: safe after the test ends).
+	core, logs := observer.New(zapcore.InfoLevel)
+	gs := startSeq(t, func(i int, c *Config) {
+		if i == 0 {
+			c.Logger = zap.New(core)
+		}
+	}, 3)
 	eventually(t, "convergence", func() bool { return allAlive(gs, 0, 1, 2) })
 	killed := time.Now()
 	if err := gs[2].Kill(); err != nil {
@@ -150,6 +158,19 @@ func TestKilledNodeBecomesSuspectThenDead(t *testing.T) {
 	// between them may time out and mark one suspect for a moment; they
 	// must come back to alive, not stay apart).
 	eventually(t, "survivors see each other alive", func() bool { return allAlive(gs, 0, 1) })
+	// Node 0 logged each peer coming up and node 2 going down, at INFO,
+	// with readable liveness names.
+	seen := map[string]bool{}
+	for _, e := range logs.FilterLoggerName("gossip").All() {
+		f := e.ContextMap()
+		seen[fmt.Sprintf("%s %v %v %v", e.Message, f["peer"], f["liveness"], f["was"])] = true
+	}
+	for _, want := range []string{"gossip peer up node-1 alive unknown", "gossip peer up node-2 alive unknown",
+		"gossip peer down node-2 dead alive"} {
+		if !seen[want] {
+			t.Errorf("node 0 did not log %q; logged %v", want, seen)
+		}
+	}
 }
 
 // Suspicion is this node's own view: an alive member whose probes stopped

@@ -12,6 +12,7 @@
 //	server               cmd/iggo-server (start, shutdown, configuration warnings)
 //	replica              the node: boot, recovery, listener, background passes
 //	replica.conn         client connections
+//	replica.audit        the audit trail (changes, refusals, denials; package replica/audit)
 //	replica.shard        shard loops, their consensus groups and partitions
 //	replica.plane        replica links (cluster mode)
 //	replica.gossip       membership (cluster mode), and replica.gossip.memberlist

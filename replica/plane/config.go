@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -39,6 +40,16 @@ const (
 	// by its own private key, not only by the shared cluster key.
 	TLSCA
 )
+
+var tlsModeNames = [...]string{"off", "self_signed", "ca"}
+
+// String names the mode as log lines show it.
+func (m TLSMode) String() string {
+	if int(m) < len(tlsModeNames) {
+		return tlsModeNames[m]
+	}
+	return "tls_mode(" + strconv.Itoa(int(m)) + ")"
+}
 
 // TLS configures link encryption.
 type TLS struct {

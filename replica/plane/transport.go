@@ -121,17 +121,22 @@ func New(cfg Config) (*Transport, error) {
 // ClusterID is the cluster id this transport stamps and expects.
 func (t *Transport) ClusterID() vsr.Checksum { return t.cluster }
 
-// Start binds (or adopts) the listener, starts accepting, and starts
-// dialing every peer with a higher replica id. Lower ids dial higher ones,
-// so each pair has exactly one link and no tie-break is needed.
-func (t *Transport) Start() error {
+// Bind binds (or adopts) the listener without accepting on it: a node
+// binds its ports before it recovers storage, so a start that cannot bind
+// fails having touched nothing. Peers that connect meanwhile wait in the
+// listen backlog. Start binds when Bind was not called.
+func (t *Transport) Bind() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.bindLocked()
+}
+
+func (t *Transport) bindLocked() error {
 	if t.closed {
 		return ErrClosed
 	}
-	if t.started {
-		return errors.New("plane: already started")
+	if t.ln != nil {
+		return nil
 	}
 	ln := t.cfg.Listener
 	if ln == nil {
@@ -146,6 +151,26 @@ func (t *Transport) Start() error {
 		}
 	}
 	t.ln = ln
+	return nil
+}
+
+// Start binds (or adopts) the listener unless Bind did, starts accepting,
+// and starts dialing every peer with a higher replica id. Lower ids dial
+// higher ones, so each pair has exactly one link and no tie-break is
+// needed.
+func (t *Transport) Start() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	if t.started {
+		return errors.New("plane: already started")
+	}
+	if err := t.bindLocked(); err != nil {
+		return err
+	}
+	ln := t.ln
 	t.started = true
 	t.wg.Add(1)
 	go t.acceptLoop(ln)
@@ -156,7 +181,7 @@ func (t *Transport) Start() error {
 		}
 	}
 	t.log.Info("replica plane started", zap.Stringer("listen", ln.Addr()), zap.Int("roster", len(t.cfg.Roster)),
-		zap.Bool("auth", t.cfg.Auth), zap.Uint8("tls_mode", uint8(t.cfg.TLS.Mode)))
+		zap.Bool("auth", t.cfg.Auth), zap.Stringer("tls_mode", t.cfg.TLS.Mode))
 	return nil
 }
 

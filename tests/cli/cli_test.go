@@ -641,7 +641,7 @@ func TestCLI(t *testing.T) {
 			t.Fatalf("quiet keeps data:\n%v", r)
 		}
 		r := e.exec(t, "", "--version")
-		if r.code != exitOK || !strings.Contains(r.out, "(protocol 0.11)") {
+		if r.code != exitOK || !strings.HasPrefix(r.out, "iggo 0.9.0-iggo (commit ") || !strings.HasSuffix(r.out, "; protocol 0.11)\n") {
 			t.Fatalf("--version:\n%v", r)
 		}
 		r = e.exec(t, "", "--help")

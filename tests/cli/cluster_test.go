@@ -167,14 +167,19 @@ func TestLocalClusterSingleNode(t *testing.T) {
 		t.Fatalf("status:\n%v", r)
 	}
 	want := "node-0|" + lc.addr(0) + "|" + strconv.Itoa(pid) + "|running|"
-	if !strings.HasPrefix(r.out, want) || !strings.HasSuffix(r.out, "|leader|healthy\n") {
-		t.Fatalf("status -l list = %q, want %q...|leader|healthy", r.out, want)
+	if !strings.HasPrefix(r.out, want) || !strings.HasSuffix(r.out, "|leader|healthy|node-0\n") {
+		t.Fatalf("status -l list = %q, want %q...|leader|healthy|node-0", r.out, want)
 	}
 	r = lc.run(t, "status", "--dir", lc.dir)
-	mustContain(t, r.out, "Cluster \"iggo-local\" in "+lc.dir+" (1 nodes", "| Node ", "| Health ", "| running ", "| leader ", "| healthy ",
-		"Roles and health as reported by node-0.")
+	mustContain(t, r.out, "Cluster \"iggo-local\" in "+lc.dir+" (1 nodes", "| Node ", "| Health ", "| Leader ", "| running ", "| leader ", "| healthy ",
+		"Role, health and leader as each node reports them itself.")
+	mustNotContain(t, r.out, "quorum")
 
-	expectFailure(t, lc.up(t, 1), exitLocal, "a cluster is already running in "+lc.dir, "iggo cluster down --dir "+lc.dir)
+	// up on a running cluster starts nothing and says so.
+	if r := lc.up(t, 1); r.code != exitOK || !strings.Contains(r.out, "The single node (clustering off) in "+lc.dir+" is already running") ||
+		!strings.Contains(r.out, "| "+strconv.Itoa(pid)+" ") {
+		t.Fatalf("up on a running node:\n%v", r)
+	}
 
 	r = lc.run(t, "down", "--dir", lc.dir)
 	if r.code != exitOK || r.out != "Stopped node-0\n" {
@@ -203,7 +208,8 @@ func TestLocalClusterSingleNode(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r = lc.run(t, "status", "--dir", lc.dir, "-l", "list")
-	if r.code != exitOK || r.out != "node-0|"+lc.addr(0)+"|"+strconv.Itoa(pid)+"|not running|-|unknown|unknown\n" {
+	if r.code != exitConnection || r.out != "node-0|"+lc.addr(0)+"|"+strconv.Itoa(pid)+"|not running|-|-|-|-\n" ||
+		r.err != "error: no quorum: 0 of 1 nodes answer, a quorum is 1; not running: node-0\n" {
 		t.Fatalf("status of a dead node:\n%v", r)
 	}
 	r = lc.run(t, "down", "--dir", lc.dir, "--purge")
@@ -289,7 +295,7 @@ func TestLocalClusterThreeNodes(t *testing.T) {
 	}
 	leaders := 0
 	for i, row := range rows(r.out) {
-		if len(row) != 7 || row[0] != "node-"+strconv.Itoa(i) || row[1] != lc.addr(i) || row[2] != strconv.Itoa(st.Nodes[i].PID) ||
+		if len(row) != 8 || row[0] != "node-"+strconv.Itoa(i) || row[1] != lc.addr(i) || row[2] != strconv.Itoa(st.Nodes[i].PID) ||
 			row[3] != "running" || !strings.HasSuffix(row[4], " ms") {
 			t.Fatalf("status row %d %q:\n%v", i, row, r)
 		}
@@ -333,7 +339,8 @@ func TestLocalClusterThreeNodes(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r = lc.run(t, "status", "--dir", lc.dir, "-l", "list")
-	if got := rows(r.out); r.code != exitOK || len(got) != 3 || got[2][3] != "not running" || got[2][4] != "-" || got[0][3] != "running" {
+	if got := rows(r.out); r.code != exitConnection || len(got) != 3 || got[2][3] != "not running" || got[2][4] != "-" || got[0][3] != "running" ||
+		!strings.Contains(r.err, "not running: node-2") || strings.Contains(r.err, "quorum") {
 		t.Fatalf("status after killing node-2:\n%v", r)
 	}
 	// Two of three still serve writes.
@@ -349,4 +356,140 @@ func TestLocalClusterThreeNodes(t *testing.T) {
 			t.Fatalf("%s (pid %d) still running after down", n.Name, n.PID)
 		}
 	}
+}
+
+// TestLocalClusterRestartDown: after a whole-cluster restart (down, up) a
+// node killed -9 shows as not running and status exits 3 while the other
+// two keep a quorum; `up` restarts just that node (the others keep their
+// pids) and it serves what was written while it was down. With two nodes
+// killed status reports no quorum from what the surviving node itself
+// answers (a ping, no login); `start NODE` brings the nodes back one at a
+// time, and status exits 0 once every node runs and reports its role.
+func TestLocalClusterRestartDown(t *testing.T) {
+	lc := newLocalCluster(t, 3)
+	if r := lc.up(t, 3); r.code != exitOK {
+		t.Fatalf("up:\n%v", r)
+	}
+	ok := func(addr string, args ...string) string {
+		t.Helper()
+		r := lc.e.exec(t, "", append([]string{"--tcp-server-address", addr, "-u", "iggy", "-p", "iggy"}, args...)...)
+		if r.code != exitOK {
+			t.Fatalf("want success:\n%v", r)
+		}
+		return r.out
+	}
+	ok(lc.addr(0), "stream", "create", "rd")
+	ok(lc.addr(0), "topic", "create", "rd", "t", "1", "none")
+	ok(lc.addr(0), "message", "send", "rd", "t", "--partition-id", "0", "before-restart")
+	if r := lc.run(t, "down", "--dir", lc.dir); r.code != exitOK {
+		t.Fatalf("down:\n%v", r)
+	}
+	if r := lc.up(t, 3); r.code != exitOK {
+		t.Fatalf("up after down:\n%v", r)
+	}
+	st := readLocalState(t, lc.dir)
+	kill := func(i int) {
+		t.Helper()
+		pid := readLocalState(t, lc.dir).Nodes[i].PID
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(10 * time.Second); pidAlive(pid) && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	kill(1)
+	r := lc.run(t, "status", "--dir", lc.dir, "-l", "list")
+	got := rows(r.out)
+	if r.code != exitConnection || len(got) != 3 || got[1][3] != "not running" || got[0][3] != "running" || got[2][3] != "running" ||
+		!strings.Contains(r.err, "not running: node-1") || strings.Contains(r.err, "quorum") {
+		t.Fatalf("status with node-1 killed:\n%v", r)
+	}
+	ok(lc.addr(2), "message", "send", "rd", "t", "--partition-id", "0", "while-node-1-was-down")
+
+	r = lc.up(t, 3)
+	if r.code != exitOK || !strings.Contains(r.out, "Restarted node-1 (1 of 3 nodes were down) in "+lc.dir) {
+		t.Fatalf("up with node-1 down:\n%v", r)
+	}
+	after := readLocalState(t, lc.dir)
+	if after.Nodes[0].PID != st.Nodes[0].PID || after.Nodes[2].PID != st.Nodes[2].PID || after.Nodes[1].PID == st.Nodes[1].PID ||
+		!pidAlive(after.Nodes[1].PID) {
+		t.Fatalf("up restarted more than node-1, or not it: before %+v, after %+v", st.Nodes, after.Nodes)
+	}
+	var polled string
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		r := lc.e.exec(t, "", "--tcp-server-address", lc.addr(1), "-u", "iggy", "-p", "iggy", "message", "poll", "rd", "t", "0", "--first", "-m", "10")
+		if polled = r.out; r.code == exitOK && strings.Contains(polled, "while-node-1-was-down") {
+			break
+		}
+	}
+	mustContain(t, polled, "before-restart", "while-node-1-was-down")
+	waitStatusOK(t, lc)
+
+	// Two of three down: no quorum.
+	kill(1)
+	kill(2)
+	r = lc.run(t, "status", "--dir", lc.dir, "-l", "list", "--timeout", "3s")
+	got = rows(r.out)
+	if r.code != exitConnection || len(got) != 3 || got[0][3] != "running" || !strings.HasSuffix(got[0][4], " ms") ||
+		got[0][5] != "unknown" || got[1][3] != "not running" || got[2][3] != "not running" ||
+		r.err != "error: no quorum: 1 of 3 nodes answer, a quorum is 2; not running: node-1, node-2; role unknown: node-0\n" {
+		t.Fatalf("status without a quorum:\n%v", r)
+	}
+	r = lc.run(t, "status", "--dir", lc.dir, "--timeout", "3s")
+	mustContain(t, r.out, "No quorum: 1 of 3 nodes answer, a quorum is 2", "node-0 answers a ping but no login and GET_CLUSTER_METADATA (no answer within 3s",
+		"node-1 is not running", "node-2 is not running")
+
+	r = lc.run(t, "start", "node-2", "--dir", lc.dir)
+	if r.code != exitOK || !strings.Contains(r.out, "Started node-2 (pid ") {
+		t.Fatalf("start node-2:\n%v", r)
+	}
+	if r := lc.run(t, "start", "node-0", "--dir", lc.dir); r.code != exitOK || !strings.Contains(r.out, "node-0 is already running (pid "+strconv.Itoa(st.Nodes[0].PID)+")") {
+		t.Fatalf("start of a running node:\n%v", r)
+	}
+	expectFailure(t, lc.run(t, "start", "node-9", "--dir", lc.dir), exitUsage, "no node \"node-9\"", "nodes: node-0, node-1, node-2")
+	expectFailure(t, lc.run(t, "start", "1", "--dir", t.TempDir()), exitLocal, "no local cluster in")
+	// Quorum is back; node-1 is still down.
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		r = lc.run(t, "status", "--dir", lc.dir, "-l", "list")
+		if got = rows(r.out); len(got) == 3 && got[0][5] != "unknown" && got[2][5] != "unknown" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the two nodes never reported their roles:\n%v", r)
+		}
+	}
+	if r.code != exitConnection || got[1][3] != "not running" || strings.Contains(r.err, "quorum") {
+		t.Fatalf("status with node-1 still down:\n%v", r)
+	}
+	if r := lc.run(t, "start", "1", "--dir", lc.dir); r.code != exitOK {
+		t.Fatalf("start 1:\n%v", r)
+	}
+	waitStatusOK(t, lc)
+	ok(lc.addr(1), "message", "send", "rd", "t", "--partition-id", "0", "after-start")
+}
+
+// waitStatusOK waits until `iggo cluster status` exits 0: every node runs,
+// answers and reports its role.
+func waitStatusOK(t *testing.T, lc *localCluster) {
+	t.Helper()
+	var r result
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if r = lc.run(t, "status", "--dir", lc.dir, "-l", "list"); r.code == exitOK {
+			leaders := 0
+			for _, row := range rows(r.out) {
+				if row[3] != "running" || row[5] == "unknown" || row[7] == "unknown" {
+					t.Fatalf("status exited 0 with %q:\n%v", row, r)
+				}
+				if row[5] == "leader" {
+					leaders++
+				}
+			}
+			if leaders > 1 {
+				t.Fatalf("status shows %d leaders:\n%v", leaders, r)
+			}
+			return
+		}
+	}
+	t.Fatalf("status never exited 0:\n%v", r)
 }

@@ -2,8 +2,9 @@
 // tests: it builds the binary once per test binary, runs any number of
 // servers with their own data directories, environment and flags, learns
 // each one's bound address from <data>/runtime/current_config.toml, and can
-// kill -9, SIGSTOP/SIGCONT, stop and restart them. Every process is killed
-// when the test ends, passed or failed.
+// kill -9, SIGSTOP/SIGCONT, stop and restart them; Exit runs one that is
+// expected to refuse to start and returns its exit code and output. Every
+// process is killed when the test ends, passed or failed.
 //
 // StartCluster runs an N-node cluster: each node on its own loopback
 // address 127.0.0.(11+id) when the machine lets them be bound (else all on
@@ -168,6 +169,30 @@ func newServer(t testing.TB, opts Options) *Server {
 	return s
 }
 
+// Exit runs a server that is expected to refuse to start: it waits up to
+// timeout for the process to exit (killing it and failing the test
+// otherwise) and returns its exit code and everything it printed.
+func Exit(t testing.TB, opts Options, timeout time.Duration) (int, string) {
+	t.Helper()
+	if opts.DataDir == "" {
+		opts.DataDir = filepath.Join(t.TempDir(), "data")
+	}
+	s := newServer(t, opts)
+	s.start(nil, false)
+	if !s.waitExit(timeout) {
+		s.Kill()
+		t.Fatalf("harness: server on %s still running after %v, want it to refuse to start:\n%s", opts.DataDir, timeout, s.Tail(8<<10))
+	}
+	code := 0
+	var ee *exec.ExitError
+	if err := s.exitErr(); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("harness: waiting for the server: %v", err)
+	}
+	return code, s.Output()
+}
+
 // StartN launches n servers; opts(i) gives each one's options.
 func StartN(t testing.TB, n int, opts func(i int) Options) []*Server {
 	t.Helper()
@@ -176,6 +201,16 @@ func StartN(t testing.TB, n int, opts func(i int) Options) []*Server {
 		out[i] = Start(t, opts(i))
 	}
 	return out
+}
+
+// PID is the process id of the current run (0 before the first start).
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // DataDir is the server's data directory.
@@ -213,11 +248,17 @@ func (s *Server) runtimeFile() string {
 	return filepath.Join(s.opts.DataDir, "runtime", "current_config.toml")
 }
 
-// spawn starts the process without waiting for it to serve.
-func (s *Server) spawn(extra []string) {
+// spawn starts the process without waiting for it to serve, removing the
+// previous run's runtime file first (awaitAddr waits for the new one).
+func (s *Server) spawn(extra []string) { s.t.Helper(); s.start(extra, true) }
+
+// start starts the process; clearRuntime removes the runtime file first
+// (Exit leaves the data directory alone).
+func (s *Server) start(extra []string, clearRuntime bool) {
 	s.t.Helper()
-	runtimeFile := s.runtimeFile()
-	_ = os.Remove(runtimeFile)
+	if clearRuntime {
+		_ = os.Remove(s.runtimeFile())
+	}
 	args := append([]string(nil), s.opts.Args...)
 	if s.opts.DefaultRoot {
 		args = append(args, "--with-default-root-credentials")

@@ -46,6 +46,16 @@ func localErr(format string, args ...any) error {
 	return &LocalError{Err: fmt.Errorf(format, args...)}
 }
 
+// ExitError ends a command that has printed what it found with an exit
+// code saying not all is well (`iggo cluster status` with a node down):
+// Msg is printed after "error: ".
+type ExitError struct {
+	Msg  string
+	Code int
+}
+
+func (e *ExitError) Error() string { return e.Msg }
+
 // Subject names what a command was working on, so a server error can be
 // phrased in those terms ("stream 'foo' not found").
 type Subject struct {
@@ -94,6 +104,10 @@ func Describe(err error) (string, int) {
 	var le *LocalError
 	if errors.As(err, &le) {
 		return le.Error(), ExitLocal
+	}
+	var xe *ExitError
+	if errors.As(err, &xe) {
+		return xe.Msg, xe.Code
 	}
 	var sub Subject
 	var se *subjectError

@@ -48,10 +48,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iggo/iggo/client"
+	"github.com/iggo/iggo/internal/version"
 )
 
-// Version is the CLI version reported by --version.
-const Version = "0.1.0"
+// Version is the CLI version: the project's (package internal/version),
+// the same iggo-server reports. --version prints it with the commit and
+// build date.
+const Version = version.Version
 
 // DefaultAddress is the default server address (Iggy's TCP default).
 const DefaultAddress = "127.0.0.1:8090"
@@ -215,7 +218,7 @@ Global options go before the command:
 
 Ids or names are accepted everywhere a stream, topic, group or user is named:
 a number is a numeric id (0-based), anything else a name.`,
-		Version:          Version + " (protocol 0.11)",
+		Version:          version.Line("iggo"),
 		SilenceErrors:    true,
 		SilenceUsage:     true,
 		TraverseChildren: true,
@@ -224,6 +227,7 @@ a number is a numeric id (0-based), anything else a name.`,
 			return cmd.Help()
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return err
 	})

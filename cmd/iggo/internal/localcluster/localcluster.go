@@ -1,5 +1,6 @@
-// Package localcluster is `iggo cluster up|status|down`: a local cluster of
-// background iggo-server processes for development and benchmarks.
+// Package localcluster is `iggo cluster up|start|status|down`: a local
+// cluster of background iggo-server processes for development and
+// benchmarks.
 //
 // `up` lays out a directory (default ./local_cluster):
 //
@@ -9,7 +10,7 @@
 //	                  `up` after `down` restarts the same cluster on its data;
 //	                  it reaches the servers as IGGY_CLUSTER_AUTH_SHARED_SECRET
 //	                  and is never written into cluster.toml
-//	state.json        what is running: server binary, nodes, pids
+//	state.json        what is running: server binary and arguments, nodes, pids
 //	node-<i>/data     node i's data directory (IGGY_PATH)
 //	node-<i>/server.log  node i's stdout and stderr
 //
@@ -19,11 +20,20 @@
 // so they outlive the command. A one-node "cluster" runs with clustering off
 // (the same code path with a quorum of one).
 //
-// `status` reads state.json and shows each node: whether its process is
-// alive, whether it answers a ping, and its role and health as the cluster
-// metadata (GET_CLUSTER_METADATA, through package client) reports them.
-// `down` stops every process (SIGTERM, SIGKILL after --timeout) and removes
-// state.json; with --purge it removes the whole directory.
+// `up` on a directory whose cluster still has running nodes starts only
+// the nodes that are down (a crashed node after a whole-cluster restart),
+// with the layout, binary and arguments state.json recorded; `start NODE`
+// does the same for one node. Both wait until the node answers a ping.
+//
+// `status` reads state.json and asks every node, in parallel and each
+// within --timeout: whether its process is alive, whether it answers a
+// ping (no login needed), and what it reports about itself in its own
+// cluster metadata (role, health, and whom it sees as leader; this needs a
+// login, which needs a metadata quorum). It says when fewer nodes answer
+// than a quorum needs, and exits 3 unless every node runs, answers and
+// reports its role. `down` stops every process (SIGTERM, SIGKILL after
+// --timeout) and removes state.json; with --purge it removes the whole
+// directory.
 package localcluster
 
 import (
@@ -40,6 +50,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -74,8 +85,11 @@ const (
 
 // State is state.json.
 type State struct {
-	Name    string      `json:"name"`
-	Server  string      `json:"server"`
+	Name   string `json:"name"`
+	Server string `json:"server"`
+	// Args are the extra iggo-server arguments (--server-arg) every node
+	// runs with, reused when a node is started again.
+	Args    []string    `json:"server_args,omitempty"`
 	Dir     string      `json:"dir"`
 	Started time.Time   `json:"started"`
 	Nodes   []NodeState `json:"nodes"`
@@ -97,10 +111,12 @@ type NodeState struct {
 // Addr is the node's client address.
 func (n NodeState) Addr() string { return net.JoinHostPort(n.IP, strconv.Itoa(n.TCPPort)) }
 
-// Extensions returns the up, status and down subcommands of `iggo cluster`.
+// Extensions returns the up, start, status and down subcommands of
+// `iggo cluster`.
 func Extensions() []cli.Extension {
 	return []cli.Extension{
 		{Parent: "cluster", New: upCmd},
+		{Parent: "cluster", New: startCmd},
 		{Parent: "cluster", New: statusCmd},
 		{Parent: "cluster", New: downCmd},
 	}
@@ -263,6 +279,7 @@ type upOptions struct {
 	fresh    bool
 	wait     time.Duration
 	args     []string
+	changed  func(flag string) bool
 }
 
 func upCmd(env *cli.Env) *cobra.Command {
@@ -274,12 +291,18 @@ func upCmd(env *cli.Env) *cobra.Command {
 clients on base-port+i (replica plane base-port+1000+i, gossip base-port+2000+i),
 each with its own data directory under --dir. The processes keep running after
 this command returns; stop them with 'iggo cluster down'. Running 'up' again
-on the same directory restarts the same cluster on its data.`,
+on the same directory restarts the same cluster on its data; while some of its
+nodes still run, it starts only the nodes that are down (with the layout,
+binary and server arguments recorded when the cluster was started).`,
 		Example: `  iggo cluster up --nodes 3
   iggo cluster up --nodes 3 --dir /tmp/c1 --base-port 18090
+  iggo cluster up             # after a node crashed: restarts just that node
   iggo --tcp-server-address 127.0.0.1:8090 -u iggy -p iggy stream list`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return up(cmd.Context(), env, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.changed = cmd.Flags().Changed
+			return up(cmd.Context(), env, o)
+		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.nodes, "nodes", 3, "number of nodes (1..9)")
@@ -310,7 +333,7 @@ func up(ctx context.Context, env *cli.Env, o upOptions) error {
 	if old, err := ReadState(dir); err == nil {
 		for _, n := range old.Nodes {
 			if Alive(n.PID) {
-				return localErr("a cluster is already running in %s (node %s, pid %d); stop it with `iggo cluster down --dir %s`", dir, n.Name, n.PID, o.dir)
+				return upRunning(ctx, env, o, old)
 			}
 		}
 	}
@@ -325,23 +348,14 @@ func up(ctx context.Context, env *cli.Env, o upOptions) error {
 	if err != nil {
 		return err
 	}
-	st := &State{Name: o.name, Server: server, Dir: dir, Started: time.Now().UTC().Truncate(time.Second)}
+	st := &State{Name: o.name, Server: server, Args: o.args, Dir: dir, Started: time.Now().UTC().Truncate(time.Second)}
 	for i := 0; i < o.nodes; i++ {
 		nd := filepath.Join(dir, fmt.Sprintf("node-%d", i))
 		n := NodeState{ID: i, Name: fmt.Sprintf("node-%d", i), IP: "127.0.0.1", TCPPort: o.basePort + i,
 			ReplicaPort: o.basePort + ReplicaPortOffset + i, GossipPort: o.basePort + GossipPortOffset + i,
 			DataDir: filepath.Join(nd, "data"), Log: filepath.Join(nd, "server.log")}
-		for _, p := range []struct {
-			what string
-			port int
-			udp  bool
-		}{{"client", n.TCPPort, false}, {"replica", n.ReplicaPort, false}, {"gossip", n.GossipPort, true}} {
-			if o.nodes == 1 && p.what != "client" {
-				continue
-			}
-			if err := portFree(n.IP, p.port, p.udp); err != nil {
-				return localErr("%s port %d of node %d is not free (%v); choose another --base-port", p.what, p.port, i, err)
-			}
+		if err := portsFree(n, o.nodes); err != nil {
+			return err
 		}
 		if o.fresh {
 			if err := os.RemoveAll(n.DataDir); err != nil {
@@ -365,30 +379,12 @@ func up(ctx context.Context, env *cli.Env, o upOptions) error {
 		}
 	}
 	for i := range st.Nodes {
-		n := &st.Nodes[i]
-		logf, err := os.OpenFile(n.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		p, err := startNode(st, &st.Nodes[i], key)
 		if err != nil {
 			stopAll()
-			return localErr("%v", err)
+			return err
 		}
-		args := append([]string{"--config", cfgPath, "--replica-id", strconv.Itoa(n.ID), "--with-default-root-credentials"}, o.args...)
-		c := exec.Command(server, args...)
-		k := key
-		if len(st.Nodes) == 1 {
-			k = "" // clustering off: no replica plane to authenticate
-		}
-		c.Env = nodeEnv(n, k)
-		c.Stdout, c.Stderr = logf, logf
-		c.Dir = dir
-		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		err = c.Start()
-		logf.Close()
-		if err != nil {
-			stopAll()
-			return localErr("starting %s: %v", server, err)
-		}
-		n.PID = c.Process.Pid
-		procs = append(procs, c.Process)
+		procs = append(procs, p)
 	}
 	// The processes are reaped by init once this command exits; until then
 	// Wait would block, so liveness is checked through /proc.
@@ -402,8 +398,206 @@ func up(ctx context.Context, env *cli.Env, o upOptions) error {
 		_ = os.Remove(filepath.Join(dir, stateFile))
 		return err
 	}
-	printUp(env.Out, st, o)
+	printUp(env.Out, st, o.dir, fmt.Sprintf("Started a %s in %s", clusterKind(st), st.Dir))
 	return nil
+}
+
+// upRunning is `up` on a cluster some of whose nodes run: it starts the
+// others with the recorded layout, binary and arguments.
+func upRunning(ctx context.Context, env *cli.Env, o upOptions, st *State) error {
+	var running []string
+	for _, n := range st.Nodes {
+		if Alive(n.PID) {
+			running = append(running, fmt.Sprintf("%s pid %d", n.Name, n.PID))
+		}
+	}
+	switch {
+	case o.fresh:
+		return localErr("--fresh: the cluster in %s is running (%s); stop it first with `iggo cluster down --dir %s`",
+			st.Dir, strings.Join(running, ", "), o.dir)
+	case o.changed("nodes") && o.nodes != len(st.Nodes):
+		return cli.Usagef("the cluster running in %s has %d nodes, not %d; stop it (`iggo cluster down`) to change its layout", st.Dir, len(st.Nodes), o.nodes)
+	case o.changed("base-port") && o.basePort != st.Nodes[0].TCPPort:
+		return cli.Usagef("the cluster running in %s has base port %d, not %d; stop it (`iggo cluster down`) to change its layout", st.Dir, st.Nodes[0].TCPPort, o.basePort)
+	case o.changed("name") && o.name != st.Name:
+		return cli.Usagef("the cluster running in %s is named %q, not %q", st.Dir, st.Name, o.name)
+	}
+	if o.changed("server") {
+		server, err := findServer(o.server)
+		if err != nil {
+			return err
+		}
+		st.Server = server
+	}
+	if o.changed("server-arg") {
+		st.Args = o.args
+	}
+	var down []int
+	for i, n := range st.Nodes {
+		if !Alive(n.PID) {
+			down = append(down, i)
+		}
+	}
+	if len(down) == 0 {
+		printUp(env.Out, st, o.dir, fmt.Sprintf("The %s in %s is already running", clusterKind(st), st.Dir))
+		return nil
+	}
+	if err := restart(ctx, env, st, down, o.wait); err != nil {
+		return err
+	}
+	var names []string
+	for _, i := range down {
+		names = append(names, st.Nodes[i].Name)
+	}
+	printUp(env.Out, st, o.dir, fmt.Sprintf("Restarted %s (%d of %d nodes were down) in %s", strings.Join(names, ", "), len(down), len(st.Nodes), st.Dir))
+	return nil
+}
+
+func startCmd(env *cli.Env) *cobra.Command {
+	var dir string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "start NODE",
+		Short: "Start one node of the local cluster started by 'iggo cluster up'",
+		Long: `Start one node (by name, node-<i>, or replica id) of the local cluster in --dir,
+with the layout, binary and server arguments recorded when the cluster was
+started, and wait until it answers a ping. A node that is running already is
+left alone.`,
+		Example: `  iggo cluster start node-2
+  iggo cluster start 2 --dir /tmp/c1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return startOne(cmd.Context(), env, dir, args[0], wait) },
+	}
+	cmd.Flags().StringVar(&dir, "dir", DefaultDir, "the directory given to 'iggo cluster up'")
+	cmd.Flags().DurationVar(&wait, "wait", 90*time.Second, "how long to wait for the node to answer a ping")
+	return cmd
+}
+
+func startOne(ctx context.Context, env *cli.Env, dir, which string, wait time.Duration) error {
+	if wait <= 0 {
+		return cli.Usagef("--wait must be positive")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return localErr("%v", err)
+	}
+	st, err := ReadState(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return localErr("no local cluster in %s (start one with `iggo cluster up`)", dir)
+	}
+	if err != nil {
+		return localErr("%v", err)
+	}
+	idx := -1
+	for i, n := range st.Nodes {
+		if n.Name == which || strconv.Itoa(n.ID) == which {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		var names []string
+		for _, n := range st.Nodes {
+			names = append(names, n.Name)
+		}
+		return cli.Usagef("no node %q in the cluster in %s (nodes: %s)", which, dir, strings.Join(names, ", "))
+	}
+	n := st.Nodes[idx]
+	if Alive(n.PID) {
+		env.Statusf("%s is already running (pid %d)", n.Name, n.PID)
+		return nil
+	}
+	if err := restart(ctx, env, st, []int{idx}, wait); err != nil {
+		return err
+	}
+	env.Statusf("Started %s (pid %d) on %s; log %s", n.Name, st.Nodes[idx].PID, n.Addr(), n.Log)
+	return nil
+}
+
+// restart starts the nodes at idx of st (none of them running), records
+// their pids and waits until each answers a ping.
+func restart(ctx context.Context, env *cli.Env, st *State, idx []int, wait time.Duration) error {
+	if _, err := os.Stat(st.Server); err != nil {
+		return localErr("the recorded server binary %s: %v; pass --server", st.Server, err)
+	}
+	key, err := secret(st.Dir)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir, configFile)); err != nil {
+		return localErr("%s lacks %s: %v", st.Dir, configFile, err)
+	}
+	for _, i := range idx {
+		if err := portsFree(st.Nodes[i], len(st.Nodes)); err != nil {
+			return err
+		}
+	}
+	var procs []*os.Process
+	for _, i := range idx {
+		p, err := startNode(st, &st.Nodes[i], key)
+		if err != nil {
+			for _, p := range procs {
+				_ = p.Signal(syscall.SIGKILL)
+				_, _ = p.Wait()
+			}
+			return err
+		}
+		procs = append(procs, p)
+	}
+	if err := writeState(st.Dir, st); err != nil {
+		return localErr("%v", err)
+	}
+	env.Statusf("Starting %d node(s) of cluster %q in %s ...", len(idx), st.Name, st.Dir)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for _, i := range idx {
+		if err := waitPing(ctx, st.Nodes[i], wait); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// portsFree checks node n's client port and, in a cluster of more than
+// one node, its replica and gossip ports.
+func portsFree(n NodeState, nodes int) error {
+	for _, p := range []struct {
+		what string
+		port int
+		udp  bool
+	}{{"client", n.TCPPort, false}, {"replica", n.ReplicaPort, false}, {"gossip", n.GossipPort, true}} {
+		if nodes == 1 && p.what != "client" {
+			continue
+		}
+		if err := portFree(n.IP, p.port, p.udp); err != nil {
+			return localErr("%s port %d of node %d is not free (%v); choose another --base-port", p.what, p.port, n.ID, err)
+		}
+	}
+	return nil
+}
+
+// startNode starts node n of st in the background, appending its output
+// to its log, and records its pid in n.
+func startNode(st *State, n *NodeState, key string) (*os.Process, error) {
+	logf, err := os.OpenFile(n.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, localErr("%v", err)
+	}
+	defer logf.Close()
+	args := append([]string{"--config", filepath.Join(st.Dir, configFile), "--replica-id", strconv.Itoa(n.ID),
+		"--with-default-root-credentials"}, st.Args...)
+	c := exec.Command(st.Server, args...)
+	if len(st.Nodes) == 1 {
+		key = "" // clustering off: no replica plane to authenticate
+	}
+	c.Env = nodeEnv(n, key)
+	c.Stdout, c.Stderr = logf, logf
+	c.Dir = st.Dir
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return nil, localErr("starting %s: %v", st.Server, err)
+	}
+	n.PID = c.Process.Pid
+	return c.Process, nil
 }
 
 func nodeEnv(n *NodeState, key string) []string {
@@ -431,6 +625,21 @@ func nodeClient(ctx context.Context, n NodeState, user, pass string, timeout tim
 	return client.Dial(ctx, cfg)
 }
 
+// ping connects to n without logging in and pings it, returning the
+// round trip.
+func ping(ctx context.Context, n NodeState, timeout time.Duration) (time.Duration, error) {
+	c, err := nodeClient(ctx, n, "", "", timeout)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	start := time.Now()
+	if err := c.Ping(ctx); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
 // waitServing waits until every node accepts a login and a ping; a node
 // that exits fails it with the tail of its log.
 func waitServing(ctx context.Context, st *State, d time.Duration) error {
@@ -440,7 +649,7 @@ func waitServing(ctx context.Context, st *State, d time.Duration) error {
 		var last error
 		for {
 			if !Alive(n.PID) {
-				return &cli.LocalError{Err: fmt.Errorf("node %s exited during start; last lines of %s:\n%s", n.Name, n.Log, tail(n.Log, 15))}
+				return exited(n)
 			}
 			c, err := nodeClient(ctx, n, RootUsername, RootPassword, 10*time.Second)
 			if err == nil {
@@ -461,6 +670,31 @@ func waitServing(ctx context.Context, st *State, d time.Duration) error {
 	return nil
 }
 
+// waitPing waits until n answers a ping (no login: a node restarted alone
+// answers once it has recovered its storage, quorum or not).
+func waitPing(ctx context.Context, n NodeState, d time.Duration) error {
+	var last error
+	for {
+		if !Alive(n.PID) {
+			return exited(n)
+		}
+		if _, err := ping(ctx, n, 5*time.Second); err == nil {
+			return nil
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return &cli.LocalError{Err: fmt.Errorf("node %s (%s) does not answer a ping after %v (last error: %v); log %s:\n%s", n.Name, n.Addr(), d, last, n.Log, tail(n.Log, 15))}
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func exited(n NodeState) error {
+	return &cli.LocalError{Err: fmt.Errorf("node %s exited during start; last lines of %s:\n%s", n.Name, n.Log, tail(n.Log, 15))}
+}
+
 func tail(path string, lines int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -473,12 +707,15 @@ func tail(path string, lines int) string {
 	return strings.Join(l, "\n")
 }
 
-func printUp(w io.Writer, st *State, o upOptions) {
-	kind := fmt.Sprintf("%d-node cluster %q", len(st.Nodes), st.Name)
+func clusterKind(st *State) string {
 	if len(st.Nodes) == 1 {
-		kind = "single node (clustering off)"
+		return "single node (clustering off)"
 	}
-	fmt.Fprintf(w, "Started a %s in %s\n", kind, st.Dir)
+	return fmt.Sprintf("%d-node cluster %q", len(st.Nodes), st.Name)
+}
+
+func printUp(w io.Writer, st *State, dir, headline string) {
+	fmt.Fprintln(w, headline)
 	t := cli.Table{Header: []string{"Node", "Client address", "Replica address", "PID", "Log"}}
 	for _, n := range st.Nodes {
 		rep := net.JoinHostPort(n.IP, strconv.Itoa(n.ReplicaPort))
@@ -491,8 +728,8 @@ func printUp(w io.Writer, st *State, o upOptions) {
 	fmt.Fprintf(w, "Root credentials: %s / %s\n", RootUsername, RootPassword)
 	fmt.Fprintf(w, "Connect:  iggo --tcp-server-address %s -u %s -p %s stream list\n", st.Nodes[0].Addr(), RootUsername, RootPassword)
 	dirFlag := ""
-	if o.dir != DefaultDir {
-		dirFlag = " --dir " + o.dir
+	if dir != DefaultDir {
+		dirFlag = " --dir " + dir
 	}
 	fmt.Fprintf(w, "Status:   iggo cluster status%s\nStop:     iggo cluster down%s [--purge]\n", dirFlag, dirFlag)
 }
@@ -503,10 +740,13 @@ func statusCmd(env *cli.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the nodes of the local cluster started by 'iggo cluster up'",
-		Long: `Show each node of the local cluster in --dir: its process (pid alive or not),
-whether it answers a ping, and its role and health as the cluster metadata
-reports them (asked of the first node that answers). Logs in as -u/-p when
-given, else as iggy/iggy.`,
+		Long: `Show each node of the local cluster in --dir, asking every node itself (in
+parallel, each within --timeout): whether its process runs, whether it answers
+a ping (no login), and its role, its health and the leader as its own cluster
+metadata reports them (that needs a login, as -u/-p or else iggy/iggy, and a
+login needs a metadata quorum). Says when fewer nodes answer than a quorum
+needs. Exits 0 only when every node runs, answers and reports its role;
+otherwise 3, after printing what it found.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := cli.ParseListMode(mode)
@@ -522,6 +762,17 @@ given, else as iggy/iggy.`,
 	return cmd
 }
 
+// nodeReport is what status learned about one node.
+type nodeReport struct {
+	alive  bool
+	rtt    time.Duration
+	ping   error
+	md     *wire.ClusterMetadata
+	mdErr  error
+	self   *wire.ClusterNode // the node's own entry in its metadata
+	leader string            // whom it names leader ("" none)
+}
+
 func status(ctx context.Context, env *cli.Env, dir string, mode cli.ListMode, timeout time.Duration) error {
 	st, err := ReadState(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -534,69 +785,140 @@ func status(ctx context.Context, env *cli.Env, dir string, mode cli.ListMode, ti
 	if user == "" {
 		user, pass = RootUsername, RootPassword
 	}
-	alive := make([]bool, len(st.Nodes))
-	reach := make([]string, len(st.Nodes))
-	var md *wire.ClusterMetadata
-	var mdFrom string
+	reps := make([]nodeReport, len(st.Nodes))
+	var wg sync.WaitGroup
 	for i, n := range st.Nodes {
-		alive[i] = Alive(n.PID)
-		if !alive[i] {
-			reach[i] = "-"
+		reps[i].alive = Alive(n.PID)
+		if !reps[i].alive {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		c, err := nodeClient(cctx, n, user, pass, timeout)
-		if err == nil {
-			start := time.Now()
-			err = c.Ping(cctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &reps[i]
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if r.rtt, r.ping = ping(cctx, n, timeout); r.ping != nil {
+				return
+			}
+			c, err := nodeClient(cctx, n, user, pass, timeout)
 			if err == nil {
-				reach[i] = fmt.Sprintf("%.1f ms", float64(time.Since(start).Microseconds())/1000)
-				if md == nil {
-					if m, err := c.GetClusterMetadata(cctx); err == nil {
-						md, mdFrom = &m, n.Name
+				var m wire.ClusterMetadata
+				if m, err = c.GetClusterMetadata(cctx); err == nil {
+					r.md = &m
+				}
+				_ = c.Close()
+			}
+			r.mdErr = err
+			if r.md == nil {
+				return
+			}
+			for j := range r.md.Nodes {
+				m := &r.md.Nodes[j]
+				if same(*m, n) {
+					r.self = m
+				}
+				if m.Role == wire.RoleLeader {
+					// Named as this directory names it (a single node
+					// reports its configured roster name).
+					r.leader = m.Name
+					for _, o := range st.Nodes {
+						if same(*m, o) {
+							r.leader = o.Name
+						}
 					}
 				}
 			}
-			_ = c.Close()
-		}
-		cancel()
-		if err != nil {
-			reach[i] = "no: " + oneLine(err.Error())
-		}
+		}()
 	}
+	wg.Wait()
+
 	if mode == cli.ListTable {
 		fmt.Fprintf(env.Out, "Cluster %q in %s (%d nodes, started %s)\n", st.Name, st.Dir, len(st.Nodes), st.Started.Format(time.RFC3339))
 	}
-	t := cli.Table{Header: []string{"Node", "Address", "PID", "Process", "Ping", "Role", "Health"}}
+	t := cli.Table{Header: []string{"Node", "Address", "PID", "Process", "Ping", "Role", "Health", "Leader"}}
+	answering := 0
+	var notes, down, silent, noRole []string
 	for i, n := range st.Nodes {
-		proc := "running"
-		if !alive[i] {
+		r := reps[i]
+		proc, pingText, role, health, leader := "running", "-", "-", "-", "-"
+		switch {
+		case !r.alive:
 			proc = "not running"
-		}
-		role, health := "unknown", "unknown"
-		if md != nil {
-			for _, m := range md.Nodes {
-				if m.Name == n.Name || (int(m.TCPPort) == n.TCPPort && m.IP == n.IP) {
-					role, health = roleText(m.Role), healthText(m.Status)
+			down = append(down, n.Name)
+			notes = append(notes, n.Name+" is not running")
+		case r.ping != nil:
+			pingText = "no: " + oneLine(r.ping.Error())
+			role, health, leader = "unknown", "unknown", "unknown"
+			silent = append(silent, n.Name)
+			notes = append(notes, fmt.Sprintf("%s runs but does not answer a ping (%s)", n.Name, oneLine(r.ping.Error())))
+		default:
+			answering++
+			pingText = fmt.Sprintf("%.1f ms", float64(r.rtt.Microseconds())/1000)
+			role, health, leader = "unknown", "unknown", "unknown"
+			switch {
+			case r.md == nil:
+				noRole = append(noRole, n.Name)
+				why := oneLine(r.mdErr.Error())
+				if errors.Is(r.mdErr, context.DeadlineExceeded) {
+					why = fmt.Sprintf("no answer within %v: no metadata quorum, or a view change in progress", timeout)
+				}
+				notes = append(notes, fmt.Sprintf("%s answers a ping but no login and GET_CLUSTER_METADATA (%s)", n.Name, why))
+			case r.self == nil:
+				noRole = append(noRole, n.Name)
+				notes = append(notes, n.Name+"'s cluster metadata does not list it")
+			default:
+				role, health = roleText(r.self.Role), healthText(r.self.Status)
+				leader = r.leader
+				if leader == "" {
+					leader = "none"
 				}
 			}
 		}
-		t.Add(n.Name, n.Addr(), strconv.Itoa(n.PID), proc, reach[i], role, health)
+		t.Add(n.Name, n.Addr(), strconv.Itoa(n.PID), proc, pingText, role, health, leader)
 	}
 	if err := t.Render(env.Out, mode); err != nil {
 		return err
 	}
+	quorum := len(st.Nodes)/2 + 1
+	var summary string
+	if answering < quorum {
+		summary = fmt.Sprintf("no quorum: %d of %d nodes answer, a quorum is %d", answering, len(st.Nodes), quorum)
+	}
 	if mode == cli.ListTable {
-		if md != nil {
-			fmt.Fprintf(env.Out, "Roles and health as reported by %s.\n", mdFrom)
-			if len(md.Nodes) < len(st.Nodes) {
-				fmt.Fprintf(env.Out, "Its cluster metadata lists %d of the %d nodes; the others show as unknown.\n", len(md.Nodes), len(st.Nodes))
-			}
-		} else {
-			fmt.Fprintln(env.Out, "No node answered GET_CLUSTER_METADATA: roles and health unknown.")
+		fmt.Fprintln(env.Out, "Role, health and leader as each node reports them itself.")
+		switch {
+		case summary != "":
+			fmt.Fprintf(env.Out, "No quorum: %d of %d nodes answer, a quorum is %d (without one nothing is written, and nobody can log in).\n",
+				answering, len(st.Nodes), quorum)
+		case len(st.Nodes) > 1:
+			fmt.Fprintf(env.Out, "%d of %d nodes answer (a quorum is %d).\n", answering, len(st.Nodes), quorum)
+		}
+		for _, p := range notes {
+			fmt.Fprintln(env.Out, "  "+p)
 		}
 	}
-	return nil
+	if len(notes) == 0 {
+		return nil
+	}
+	var parts []string
+	if summary != "" {
+		parts = append(parts, summary)
+	}
+	for _, c := range []struct {
+		what  string
+		nodes []string
+	}{{"not running", down}, {"not answering", silent}, {"role unknown", noRole}} {
+		if len(c.nodes) > 0 {
+			parts = append(parts, c.what+": "+strings.Join(c.nodes, ", "))
+		}
+	}
+	return &cli.ExitError{Msg: strings.Join(parts, "; "), Code: cli.ExitConnection}
+}
+
+// same reports whether a cluster metadata entry is local node n.
+func same(m wire.ClusterNode, n NodeState) bool {
+	return m.Name == n.Name || (int(m.TCPPort) == n.TCPPort && m.IP == n.IP)
 }
 
 func oneLine(s string) string {
