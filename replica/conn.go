@@ -59,6 +59,11 @@ type conn struct {
 	client  wire.Uint128
 	session uint64
 	userID  uint32
+	// token is the hash of the personal access token the session was opened
+	// with (byToken), recorded before the Register is submitted so that its
+	// deletion ends the session even while the login is in flight.
+	token   metadata.TokenHash
+	byToken bool
 
 	audit   *audit.Client
 	reqBody []byte // body of the request being served (for denial lines)
@@ -172,11 +177,15 @@ func (c *conn) handle(frame []byte) bool {
 		return c.logout(&h)
 	}
 	c.mu.Lock()
-	bound, session := c.bound, c.session
+	bound, session, client := c.bound, c.session, c.client
 	c.mu.Unlock()
 	switch {
 	case !bound || h.Session == 0:
 		return c.evict(&h, wire.EvictNoSession)
+	case h.Client != client:
+		// Another client id than this connection's session: a request must
+		// not act under a session it did not open.
+		return c.evict(&h, wire.EvictSessionError)
 	case h.Request == 0:
 		return c.evict(&h, wire.EvictInvalidRequestBody)
 	case h.Session < session:
@@ -366,6 +375,13 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
 	body5 := []byte{registerUser, 0, 0, 0, 0}
+	var tok metadata.TokenHash
+	if token { // the token form decided (credentials)
+		tok = metadata.HashToken(reg.Token.Token)
+		body5[0] = registerToken
+		body5 = append(body5, tok[:]...)
+	}
+	c.setLoginToken(tok, token)
 	binary.LittleEndian.PutUint32(body5[1:], u.ID)
 	c.t.kind = tkMeta
 	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: u.ID, Body: body5}
@@ -387,6 +403,9 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	case uint32(wire.CodeUserInactive):
 		c.loginFailed(&reg, "user inactive")
 		return c.evict(h, wire.EvictUserInactive)
+	case uint32(wire.CodeInvalidPersonalAccessToken):
+		c.loginFailed(&reg, "invalid token (deleted or expired at commit)")
+		return c.evict(h, wire.EvictInvalidToken)
 	default:
 		c.loginFailed(&reg, "refused by the metadata group")
 		return c.evict(h, wire.EvictInvalidCredentials)
@@ -398,6 +417,9 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, u.ID
 	c.mu.Unlock()
 	c.member.Store(false)
+	if c.revoked() {
+		return false
+	}
 	c.loggedIn(u, token)
 	return c.loginReply(h, u.ID, c.t.op)
 }
@@ -412,6 +434,7 @@ func (c *conn) logout(h *wire.RequestHeader) bool {
 	bound, client := c.bound, c.client
 	c.bound, c.session, c.userID = false, 0, 0
 	c.client = wire.Uint128{}
+	c.token, c.byToken = metadata.TokenHash{}, false
 	c.mu.Unlock()
 	c.member.Store(false)
 	c.rd.SetAuthenticated(false)

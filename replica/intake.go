@@ -75,14 +75,14 @@ func (n *Node) initIntake() {
 func (n *Node) startIntake() error {
 	b := n.cfg.MessageBus
 	d := intake.RaiseNoFile()
-	limit, err := intake.ClientConnections(b.ConnectionsMax, d.Soft, b.DescriptorsReserved)
+	limit, reserve, err := intake.ClientConnections(b.ConnectionsMax, d.Soft, b.DescriptorsReserved)
 	if err != nil {
 		return err
 	}
 	n.admission = intake.NewAdmission(intake.AdmissionConfig{ConnectionsMax: limit,
 		UnauthPerAddress: b.UnauthenticatedPerAddressMax, UnauthBase: int64(unauthReadBuffer + 4096), Unauth: n.unauthBudget})
 	fields := []zap.Field{zap.Uint64("soft", d.Soft), zap.Uint64("hard", d.Hard), zap.Int("connections_max", limit),
-		zap.Int("descriptors_reserved", b.DescriptorsReserved), zap.Int("login_verifications", n.logins.Config().Verifications)}
+		zap.Int("descriptors_reserved", reserve), zap.Int("login_verifications", n.logins.Config().Verifications)}
 	if d.Before != d.Soft {
 		fields = append(fields, zap.Uint64("raised_from", d.Before))
 	}

@@ -71,8 +71,9 @@
 // RaiseNoFile lifts the soft RLIMIT_NOFILE to the hard limit at boot, as
 // Iggy does; ClientConnections turns message_bus.connections_max and
 // message_bus.descriptors_reserved into the node's connection cap, keeping
-// the reserve for the replica plane, partition files and the node's own
-// descriptors. AcceptBackoff paces an accept loop that failed (EMFILE,
+// the reserve (at most half the limit) for the replica plane, partition
+// files and the node's own descriptors; package fdbudget divides what the
+// cap leaves between the plane, the node and partitions. AcceptBackoff paces an accept loop that failed (EMFILE,
 // ENFILE, ENOBUFS, ENOMEM ...) so it sleeps, doubling up to a ceiling,
 // instead of spinning.
 package intake

@@ -135,29 +135,33 @@ func TestAdmission(t *testing.T) {
 func TestClientConnections(t *testing.T) {
 	p := func(v int) *int { return &v }
 	cases := []struct {
-		name       string
-		configured *int
-		soft       uint64
-		reserved   int
-		want       int
-		wantErr    string
+		name        string
+		configured  *int
+		soft        uint64
+		reserved    int
+		want, wantR int
+		wantErr     string
 	}{
-		{"unset: half", nil, 20000, 256, 10000, ""},
-		{"unset: reserve wins", nil, 300, 256, 44, ""},
-		{"zero: all but the reserve", p(0), 1024, 256, 768, ""},
-		{"explicit", p(50), 1024, 256, 50, ""},
-		{"explicit at the edge", p(768), 1024, 256, 768, ""},
-		{"explicit too many", p(769), 1024, 256, 0, "message_bus.connections_max 769 exceeds"},
-		{"no room", nil, 200, 256, 0, "leaves no descriptor"},
-		{"huge soft", nil, 1 << 40, 256, 1<<30 - 1, ""},
+		{"unset: half", nil, 20000, 256, 10000, 256, ""},
+		{"unset: the reserve wins", nil, 600, 256, 300, 256, ""},
+		{"unset: small limit split evenly", nil, 300, 256, 150, 150, ""},
+		{"unset: tiny limit", nil, 3, 256, 1, 1, ""},
+		{"zero: all but the reserve", p(0), 1024, 256, 768, 256, ""},
+		{"zero, small limit", p(0), 200, 256, 100, 100, ""},
+		{"explicit", p(50), 1024, 256, 50, 256, ""},
+		{"explicit at the edge", p(768), 1024, 256, 768, 256, ""},
+		{"explicit too many", p(769), 1024, 256, 0, 256, "message_bus.connections_max 769 exceeds"},
+		{"explicit too many for a small limit", p(250), 256, 16, 0, 16, "exceeds"},
+		{"no descriptor at all", nil, 0, 256, 0, 0, "leaves no descriptor"},
+		{"huge soft", nil, 1 << 40, 256, 1<<30 - 1, 256, ""},
 	}
 	for _, c := range cases {
-		got, err := ClientConnections(c.configured, c.soft, c.reserved)
+		got, r, err := ClientConnections(c.configured, c.soft, c.reserved)
 		switch {
 		case c.wantErr != "" && (err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.wantErr))):
 			t.Errorf("%s: error %v, want %q", c.name, err, c.wantErr)
-		case c.wantErr == "" && (err != nil || got != c.want):
-			t.Errorf("%s: %d, %v; want %d", c.name, got, err, c.want)
+		case c.wantErr == "" && (err != nil || got != c.want || r != c.wantR):
+			t.Errorf("%s: %d (reserve %d), %v; want %d (reserve %d)", c.name, got, r, err, c.want, c.wantR)
 		}
 	}
 }
