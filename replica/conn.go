@@ -70,7 +70,13 @@ type conn struct {
 
 	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
 	ended  atomic.Bool
-	rr     uint32 // group polls without a partition: round robin over owned partitions
+	// busy is set while a request is served; revokedSession once the session's
+	// credentials are gone (endRevoked): an idle connection closes at once,
+	// a busy one right after its reply, which may answer the very request
+	// that revoked them (a CLI deleting the token it logged in with).
+	busy           atomic.Bool
+	revokedSession atomic.Bool
+	rr             uint32 // group polls without a partition: round robin over owned partitions
 }
 
 // newConn prepares the connection transport handed over, admitted under
@@ -107,9 +113,11 @@ func (c *conn) serve() {
 			}
 			return
 		}
+		c.busy.Store(true)
 		ok := c.handle(frame)
+		c.busy.Store(false)
 		c.rd.Release()
-		if !ok {
+		if !ok || c.revokedSession.Load() {
 			return
 		}
 		if cap(c.t.buf) > frameBufferKeep {

@@ -390,6 +390,19 @@ func (c *conn) revoked() bool {
 	return gone
 }
 
+// endRevoked ends a connection whose session lost its credentials: at once
+// when no request is in flight, else after that request's reply (the
+// serve loop checks revoked after clearing busy; this sets it before
+// reading busy, so one of the two always closes it).
+func (c *conn) endRevoked() {
+	c.revokedSession.Store(true)
+	if c.busy.Load() {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Now())
+	_ = c.nc.Close()
+}
+
 // endTokenSessions closes the connections whose session was opened (or is
 // being opened) with the personal access token h, once it is deleted or
 // expired: a session lasts only as long as the credential it was opened
@@ -401,8 +414,7 @@ func (r *clientRegistry) endTokenSessions(h metadata.TokenHash) {
 		c.mu.Unlock()
 		if hit {
 			c.log.Info("session ended: its personal access token was deleted")
-			_ = c.nc.SetReadDeadline(time.Now())
-			_ = c.nc.Close()
+			c.endRevoked()
 		}
 	}
 }
@@ -414,8 +426,7 @@ func (r *clientRegistry) endUserSessions(user uint32) {
 		hit := c.bound && c.userID == user
 		c.mu.Unlock()
 		if hit {
-			_ = c.nc.SetReadDeadline(time.Now())
-			_ = c.nc.Close()
+			c.endRevoked()
 		}
 	}
 }

@@ -93,6 +93,12 @@ func guardLogFields(out, msg string) []map[string]any {
 		if j := strings.IndexByte(l, '{'); j >= 0 {
 			_ = json.Unmarshal([]byte(l[j:]), &f)
 		}
+		// The console encoder starts a line with its time; kept as "ts".
+		if ts, _, ok := strings.Cut(l, "\t"); ok {
+			if at, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+				f["ts"] = at
+			}
+		}
 		res = append(res, f)
 	}
 	return res
