@@ -85,6 +85,19 @@ func (bs *buckets[K]) give(k K, now time.Time) {
 	b.tokens = min(bs.burst, b.tokens+1)
 }
 
+// depleted reports whether k's bucket holds less than a full burst: the
+// key failed recently (successes give their tokens back).
+func (bs *buckets[K]) depleted(k K, now time.Time) bool {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	b := bs.m[k]
+	if b == nil {
+		return false
+	}
+	b.refill(now, bs.burst, bs.every)
+	return b.tokens < bs.burst
+}
+
 func (bs *buckets[K]) len() int {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()

@@ -19,7 +19,11 @@
 //     success, not a token). At most Verifications run at once; at most
 //     QueueMax wait, each at most QueueTimeout; beyond either the attempt
 //     ends as Busy (the caller answers TransientNotAccepted, which SDKs
-//     replay) and its tokens go back.
+//     replay) and its tokens go back. An attempt from an address whose
+//     bucket is not full (it failed recently) may use only
+//     Verifications-1 of the slots (when there are two or more), so a
+//     guesser's queue never holds up a client with a clean record for
+//     more than one verification.
 //  3. The check. A success (right credentials, also for an inactive
 //     user) gives the tokens back: only failures count, so a thousand
 //     clients of one host logging in at once are never throttled. A

@@ -62,8 +62,12 @@ func (v Verdict) String() string {
 
 // Guard admits login attempts. Safe for concurrent use.
 type Guard struct {
-	cfg     Config
-	slots   chan struct{}
+	cfg   Config
+	slots chan struct{}
+	// suspect admits attempts from addresses with recent failures to at
+	// most Verifications-1 slots (when there are two or more), so one
+	// slot always stays for clients with a clean record.
+	suspect chan struct{}
 	waiting atomic.Int64
 	addrs   *buckets[netip.Prefix]
 	users   *buckets[string]
@@ -76,7 +80,8 @@ type Guard struct {
 // New returns a guard; Verifications < 1 is taken as 1.
 func New(cfg Config) *Guard {
 	cfg.Verifications = max(1, cfg.Verifications)
-	g := &Guard{cfg: cfg, slots: make(chan struct{}, cfg.Verifications), sleep: sleep, now: time.Now}
+	g := &Guard{cfg: cfg, slots: make(chan struct{}, cfg.Verifications), suspect: make(chan struct{}, max(1, cfg.Verifications-1)),
+		sleep: sleep, now: time.Now}
 	if cfg.Throttle {
 		g.addrs = newBuckets[netip.Prefix](cfg.AddressBurst, cfg.AddressInterval, max(1, cfg.EntriesMax))
 		g.users = newBuckets[string](cfg.UserBurst, cfg.UserInterval, max(1, cfg.EntriesMax))
@@ -117,8 +122,10 @@ type Attempt struct {
 func (g *Guard) Check(stop <-chan struct{}, a Attempt, check func() bool) (Verdict, time.Duration) {
 	start := g.now()
 	refund := func() {}
+	suspect := false
 	if g.addrs != nil {
 		now := start
+		suspect = g.addrs.depleted(a.Addr, now)
 		wait := g.addrs.take(a.Addr, now)
 		if a.User != "" {
 			wait = max(wait, g.users.take(a.User, now))
@@ -143,11 +150,12 @@ func (g *Guard) Check(stop <-chan struct{}, a Attempt, check func() bool) (Verdi
 		}
 	}
 	if a.Costly {
-		if v, ok := g.acquire(stop); !ok {
+		release, v := g.acquire(stop, suspect)
+		if release == nil {
 			refund()
 			return v, g.now().Sub(start)
 		}
-		defer func() { <-g.slots }()
+		defer release()
 	}
 	if check() {
 		refund()
@@ -156,28 +164,50 @@ func (g *Guard) Check(stop <-chan struct{}, a Attempt, check func() bool) (Verdi
 	return Failed, g.now().Sub(start)
 }
 
-// acquire takes a verification slot, waiting in the bounded queue.
-func (g *Guard) acquire(stop <-chan struct{}) (Verdict, bool) {
-	select {
-	case g.slots <- struct{}{}:
-		return Passed, true
-	default:
+// acquire takes a verification slot, waiting in the bounded queue; a
+// suspect attempt first takes one of the suspect slots. It returns the
+// release, or nil and why not.
+func (g *Guard) acquire(stop <-chan struct{}, suspect bool) (func(), Verdict) {
+	pools := []chan struct{}{g.slots}
+	if suspect && cap(g.slots) > 1 {
+		pools = []chan struct{}{g.suspect, g.slots}
 	}
-	if g.waiting.Add(1) > int64(g.cfg.QueueMax) {
-		g.waiting.Add(-1)
-		return Busy, false
+	var taken []chan struct{}
+	release := func() {
+		for _, p := range taken {
+			<-p
+		}
 	}
-	defer g.waiting.Add(-1)
-	t := time.NewTimer(g.cfg.QueueTimeout)
-	defer t.Stop()
-	select {
-	case g.slots <- struct{}{}:
-		return Passed, true
-	case <-t.C:
-		return Busy, false
-	case <-stop:
-		return Stopped, false
+	var timer *time.Timer
+	for _, p := range pools {
+		select {
+		case p <- struct{}{}:
+			taken = append(taken, p)
+			continue
+		default:
+		}
+		if timer == nil {
+			if g.waiting.Add(1) > int64(g.cfg.QueueMax) {
+				g.waiting.Add(-1)
+				release()
+				return nil, Busy
+			}
+			defer g.waiting.Add(-1)
+			timer = time.NewTimer(g.cfg.QueueTimeout)
+			defer timer.Stop()
+		}
+		select {
+		case p <- struct{}{}:
+			taken = append(taken, p)
+		case <-timer.C:
+			release()
+			return nil, Busy
+		case <-stop:
+			release()
+			return nil, Stopped
+		}
 	}
+	return release, Passed
 }
 
 // InUse reports the verifications running and waiting now.

@@ -234,3 +234,50 @@ func TestDefaultVerifications(t *testing.T) {
 		t.Error("MemoryLimit found nothing on this machine")
 	}
 }
+
+// Attempts from an address that failed recently use at most
+// Verifications-1 slots: with suspects queued, a clean address still gets
+// the last slot at once.
+func TestSuspectsLeaveASlot(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Verifications, cfg.QueueMax, cfg.QueueTimeout = 3, 16, 5*time.Second
+	g := New(cfg)
+	g.Check(nil, Attempt{Addr: addrA}, func() bool { return false }) // addrA now suspect
+	release := make(chan struct{})
+	running := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.Check(nil, Attempt{Addr: addrA, Costly: true}, func() bool { running <- struct{}{}; <-release; return false })
+		}()
+	}
+	<-running
+	<-running
+	// A third suspect waits: the last slot is not for it.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.Check(nil, Attempt{Addr: addrA, Costly: true}, func() bool { running <- struct{}{}; return false })
+	}()
+	for {
+		if _, w := g.InUse(); w == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if r, _ := g.InUse(); r != 2 {
+		t.Fatalf("%d slots in use, want 2", r)
+	}
+	// A clean address takes the third slot without waiting.
+	start := time.Now()
+	if v, _ := g.Check(nil, Attempt{Addr: addrB, Costly: true}, func() bool { return true }); v != Passed || time.Since(start) > time.Second {
+		t.Fatalf("clean attempt: %v after %v", v, time.Since(start))
+	}
+	close(release)
+	wg.Wait()
+	if r, w := g.InUse(); r != 0 || w != 0 {
+		t.Fatalf("slots left %d/%d", r, w)
+	}
+}
