@@ -192,6 +192,7 @@ docker-binaries: ## static binaries for the image
 	mkdir -p $(DOCKER_BUILD_DIR)/data
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DOCKER_BUILD_DIR)/ ./cmd/iggo-server ./cmd/iggo
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DOCKER_BUILD_DIR)/iggo-demo ./deploy/demo
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(DOCKER_BUILD_DIR)/iggo-healthcheck ./deploy/healthcheck
 
 docker-image: docker-binaries ## the FROM scratch image (DOCKER_IMAGE)
 	$(DOCKER) build -t $(DOCKER_IMAGE) -f deploy/Dockerfile $(DOCKER_BUILD_DIR)

@@ -217,7 +217,8 @@ func (e *composeEnv) env() []string {
 		env = append(env, kv)
 	}
 	return append(env, "IGGO_IMAGE="+e.image, "IGGO_SUBNET_PREFIX="+e.subnet,
-		"IGGO_PORT=", "IGGO_PORT_1=", "IGGO_PORT_2=", "IGGO_PORT_3=", "IGGO_BIND=127.0.0.1")
+		"IGGO_PORT=", "IGGO_PORT_1=", "IGGO_PORT_2=", "IGGO_PORT_3=",
+		"IGGO_HTTP_PORT=", "IGGO_HTTP_PORT_1=", "IGGO_HTTP_PORT_2=", "IGGO_HTTP_PORT_3=", "IGGO_BIND=127.0.0.1")
 }
 
 func (e *composeEnv) composeArgs(args ...string) []string {

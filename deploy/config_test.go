@@ -148,8 +148,11 @@ func checkRoster(t *testing.T, cfg *config.Config) {
 		if g, ok := n.GossipPort(); !ok || g != 10090 {
 			t.Fatalf("node %d: gossip port %d, want 10090", i, g)
 		}
-		if p.QUIC != nil || p.HTTP != nil || p.WebSocket != nil {
+		if p.QUIC != nil || p.WebSocket != nil {
 			t.Fatalf("node %d lists ports of transports iggo does not serve: %+v", i, p)
+		}
+		if p.HTTP == nil || *p.HTTP != 3000 {
+			t.Fatalf("node %d: http port %v, want 3000 (the image's health check asks :3000/readyz)", i, p.HTTP)
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package replica
 
+import "sync/atomic"
+
 // stampPool recycles the buffers a replicated partition stamps committed
 // batches into (applySend copies each prepare body so the replica keeps the
 // unstamped original for retransmission). Without it every committed batch
@@ -16,13 +18,21 @@ type stampPool struct {
 	idleBytes int
 	maxCount  int
 	maxBytes  int
+	// stats mirror the pool for the metrics (written by the owning loop
+	// only, read at scrape time).
+	stats *poolStats
+}
+
+type poolStats struct {
+	idleBytes, idleCount atomic.Int64
+	hits, misses         atomic.Uint64
 }
 
 func newStampPool(enabled bool, sizeBytes int64, bucketCapacity, shards int) stampPool {
 	if !enabled || shards < 1 || sizeBytes <= 0 || bucketCapacity <= 0 {
-		return stampPool{}
+		return stampPool{stats: new(poolStats)}
 	}
-	return stampPool{maxCount: bucketCapacity, maxBytes: int(sizeBytes / int64(shards))}
+	return stampPool{maxCount: bucketCapacity, maxBytes: int(sizeBytes / int64(shards)), stats: new(poolStats)}
 }
 
 // get returns a buffer of length n, reusing the most recently returned one
@@ -35,10 +45,14 @@ func (sp *stampPool) get(n int) []byte {
 		sp.free[last] = nil
 		sp.free = sp.free[:last]
 		sp.idleBytes -= cap(b)
+		sp.stats.idleBytes.Store(int64(sp.idleBytes))
+		sp.stats.idleCount.Store(int64(len(sp.free)))
 		if cap(b) >= n {
+			sp.stats.hits.Add(1)
 			return b[:n]
 		}
 	}
+	sp.stats.misses.Add(1)
 	return make([]byte, n)
 }
 
@@ -49,4 +63,6 @@ func (sp *stampPool) put(b []byte) {
 	}
 	sp.free = append(sp.free, b[:0])
 	sp.idleBytes += cap(b)
+	sp.stats.idleBytes.Store(int64(sp.idleBytes))
+	sp.stats.idleCount.Store(int64(len(sp.free)))
 }

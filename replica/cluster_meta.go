@@ -53,7 +53,17 @@ func (n *Node) clusterMetadata(client string) wire.ClusterMetadata {
 			members = g.Members()
 		}
 	}
-	return rosterReply(n.cfg.Cluster.Name, n.cfg.Cluster.Nodes, uint8(n.opts.ReplicaID), peer, n.metadataLeadership(), members)
+	m := rosterReply(n.cfg.Cluster.Name, n.cfg.Cluster.Nodes, uint8(n.opts.ReplicaID), peer, n.metadataLeadership(), members)
+	if n.cfg.HTTP.Enabled {
+		// The HTTP API's port is the roster's (the same on every node's
+		// configuration), advertised like the tcp one.
+		for i, rn := range n.cfg.Cluster.Nodes {
+			if i < len(m.Nodes) && rn.Ports.HTTP != nil {
+				m.Nodes[i].HTTPPort = *rn.Ports.HTTP
+			}
+		}
+	}
+	return m
 }
 
 // singleNodeMetadata is the one-node roster: this node, leader, healthy, at
@@ -72,8 +82,13 @@ func (n *Node) singleNodeMetadata() wire.ClusterMetadata {
 			break
 		}
 	}
+	var httpPort int
+	if n.httpBound != "" {
+		_, hp, _ := net.SplitHostPort(n.httpBound)
+		httpPort, _ = strconv.Atoi(hp)
+	}
 	return wire.ClusterMetadata{Name: n.cfg.Cluster.Name, Nodes: []wire.ClusterNode{{
-		Name: name, IP: host, TCPPort: uint16(p), Role: wire.RoleLeader, Status: wire.NodeHealthy}}}
+		Name: name, IP: host, TCPPort: uint16(p), HTTPPort: uint16(httpPort), Role: wire.RoleLeader, Status: wire.NodeHealthy}}}
 }
 
 // rosterReply builds the clustered answer: every roster node in roster

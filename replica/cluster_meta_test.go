@@ -137,6 +137,7 @@ func TestRosterReplyEndpointsByClient(t *testing.T) {
 // set by the caller.
 func clusterCfg(gossipPorts []uint16) *config.Config {
 	cfg := config.Default()
+	cfg.HTTP.Enabled = false
 	cfg.Cluster.Enabled = true
 	cfg.Cluster.Name = "clusterapi-test"
 	cfg.Cluster.Auth = config.ClusterAuthConfig{Enabled: true, SharedSecret: "0123456789abcdef0123456789abcdef-test"}
@@ -298,6 +299,7 @@ func TestSingleNodeMetadataUsesRosterName(t *testing.T) {
 	cfg := config.Default()
 	cfg.Path = t.TempDir()
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Sharding.PinCores = false
 	cfg.Logging.FileEnabled = false
 	cfg.Node.AdvertisedAddress = "broker.example"
@@ -322,7 +324,9 @@ func TestSingleNodeMetadataUsesRosterName(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(n.Addr())
-	want := wire.ClusterNode{Name: "alpha", IP: "broker.example", TCPPort: uint16(mustAtoi(t, port)), Role: wire.RoleLeader, Status: wire.NodeHealthy}
+	_, hport, _ := net.SplitHostPort(n.HTTPAddr())
+	want := wire.ClusterNode{Name: "alpha", IP: "broker.example", TCPPort: uint16(mustAtoi(t, port)), HTTPPort: uint16(mustAtoi(t, hport)),
+		Role: wire.RoleLeader, Status: wire.NodeHealthy}
 	if md.Name != cfg.Cluster.Name || len(md.Nodes) != 1 || md.Nodes[0] != want {
 		t.Fatalf("cluster metadata %+v, want one node %+v", md, want)
 	}

@@ -96,6 +96,7 @@ func (tc *testCluster) config(i int) *config.Config {
 	cfg := config.Default()
 	cfg.Path = tc.dirs[i]
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Enabled = false // the roster below has no ports.http
 	cfg.Sharding.PinCores = false
 	cfg.Logging.FileEnabled = false
 	// The smallest metadata journal, so that tests reach journal eviction

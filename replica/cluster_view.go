@@ -41,8 +41,8 @@ type GroupRole struct {
 	// "recovering", "recovering_head".
 	Status string
 	// Op and Commit are the head op and the highest op known committed
-	// when the role was last published.
-	Op, Commit uint64
+	// when the role was last published; Applied the highest op applied.
+	Op, Commit, Applied uint64
 }
 
 // roleBoard holds the published roles, by group id.
@@ -88,9 +88,12 @@ func (g *group) publishRole() {
 		}
 	}
 	changed := !g.roleKnown || info.View != g.roleView || info.Status != g.roleStatus || info.IsPrimary != g.rolePrimary
+	if g.roleKnown && info.View > g.roleView {
+		g.sh.n.metrics.ViewChange(g.kind())
+	}
 	g.roleKnown, g.roleView, g.roleStatus, g.rolePrimary, g.roleCommit = true, info.View, info.Status, info.IsPrimary, info.CommitMax
 	r := &GroupRole{Group: g.id, View: info.View, Primary: int(info.Primary), IsPrimary: info.IsPrimary && info.Status == "normal",
-		Status: info.Status, Op: info.Op, Commit: info.CommitMax}
+		Status: info.Status, Op: info.Op, Commit: info.CommitMax, Applied: info.CommitMin}
 	if g.id == vsr.MetadataGroup {
 		r.Metadata = true
 	} else {

@@ -35,17 +35,24 @@ const frameBufferKeep = 16 << 20
 // answer before reading the next frame (exactly one reply per request, in
 // order).
 type conn struct {
-	n         *Node
-	shard     int
-	nc        net.Conn
-	id        uint32
-	addr      string
-	src       netip.Prefix
-	transport string
-	ticket    *intake.Ticket
-	since     time.Time
-	log       *zap.Logger
-	rd        *intake.Reader
+	n     *Node
+	shard int
+	nc    net.Conn
+	id    uint32
+	addr  string
+	log   *zap.Logger
+	// transport is what GET_CLIENT(S) report (wire.TransportTCP, ...) and
+	// the label of the request metrics; transportName is its admission and
+	// log name ("tcp").
+	transport     uint8
+	transportName string
+	src           netip.Prefix
+	ticket        *intake.Ticket
+	since         time.Time
+	rd            *intake.Reader
+	// regRefused says why the last register did not bind a session (for
+	// the login-failed line).
+	regRefused string
 
 	ebuf []byte // a send's stored form (encryption at rest, single node)
 	dbuf []byte // a poll's decoded records (encryption at rest)
@@ -79,11 +86,12 @@ type conn struct {
 	rr             uint32 // group polls without a partition: round robin over owned partitions
 }
 
-// newConn prepares the connection transport handed over, admitted under
-// ticket (released when the connection ends).
+// newConn prepares a connection handed over by transport (its name and
+// wire code), admitted under ticket (released when the connection ends;
+// nil for the node's local sessions).
 func newConn(n *Node, shardIdx int, nc net.Conn, transport string, ticket *intake.Ticket) *conn {
-	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: transport, ticket: ticket,
-		src: intake.AddrKey(nc.RemoteAddr()), since: time.Now()}
+	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: wire.TransportTCP,
+		transportName: transport, ticket: ticket, src: intake.AddrKey(nc.RemoteAddr()), since: time.Now()}
 	c.id = n.clients.nextID()
 	c.log = n.log.Named("conn").With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
 	c.audit = n.audit.Client(zap.Uint32("client", c.id), zap.String("addr", c.addr))
@@ -114,7 +122,9 @@ func (c *conn) serve() {
 			return
 		}
 		c.busy.Store(true)
+		start := time.Now()
 		ok := c.handle(frame)
+		c.n.metrics.ObserveRequest(c.transport, frame, time.Since(start))
 		c.busy.Store(false)
 		c.rd.Release()
 		if !ok || c.revokedSession.Load() {
@@ -382,17 +392,42 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 		c.loginFailed(&reg, "invalid credentials")
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
-	body5 := []byte{registerUser, 0, 0, 0, 0}
-	var tok metadata.TokenHash
+	var tok *metadata.TokenHash
 	if token { // the token form decided (credentials)
-		tok = metadata.HashToken(reg.Token.Token)
-		body5[0] = registerToken
-		body5 = append(body5, tok[:]...)
+		th := metadata.HashToken(reg.Token.Token)
+		tok = &th
 	}
-	c.setLoginToken(tok, token)
-	binary.LittleEndian.PutUint32(body5[1:], u.ID)
+	c.regRefused = ""
+	ok := c.register(h, u.ID, tok, bound, client)
+	c.mu.Lock()
+	registered := c.bound && c.client == h.Client && c.userID == u.ID
+	c.mu.Unlock()
+	switch {
+	case registered && ok:
+		c.loggedIn(u, token)
+	case c.regRefused != "":
+		c.loginFailed(&reg, c.regRefused)
+	}
+	return ok
+}
+
+// register binds this connection to a new session of an authenticated user
+// (the Register operation of the metadata group; tok: the personal access
+// token it logged in with, whose deletion ends the session) and answers
+// the login; bound and client describe the session the connection held
+// before.
+func (c *conn) register(h *wire.RequestHeader, uid uint32, tok *metadata.TokenHash, bound bool, client wire.Uint128) bool {
+	body5 := []byte{registerUser, 0, 0, 0, 0}
+	var th metadata.TokenHash
+	if tok != nil {
+		th = *tok
+		body5[0] = registerToken
+		body5 = append(body5, th[:]...)
+	}
+	c.setLoginToken(th, tok != nil)
+	binary.LittleEndian.PutUint32(body5[1:], uid)
 	c.t.kind = tkMeta
-	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: u.ID, Body: body5}
+	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: uid, Body: body5}
 	if !c.run(0) {
 		return false
 	}
@@ -409,27 +444,26 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	switch replyCode(c.t.reply) {
 	case 0:
 	case uint32(wire.CodeUserInactive):
-		c.loginFailed(&reg, "user inactive")
+		c.regRefused = "user inactive"
 		return c.evict(h, wire.EvictUserInactive)
 	case uint32(wire.CodeInvalidPersonalAccessToken):
-		c.loginFailed(&reg, "invalid token (deleted or expired at commit)")
+		c.regRefused = "invalid token (deleted or expired at commit)"
 		return c.evict(h, wire.EvictInvalidToken)
 	default:
-		c.loginFailed(&reg, "refused by the metadata group")
+		c.regRefused = "refused by the metadata group"
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
 	if bound {
 		c.leaveGroupsOf(client)
 	}
 	c.mu.Lock()
-	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, u.ID
+	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, uid
 	c.mu.Unlock()
 	c.member.Store(false)
 	if c.revoked() {
 		return false
 	}
-	c.loggedIn(u, token)
-	return c.loginReply(h, u.ID, c.t.op)
+	return c.loginReply(h, uid, c.t.op)
 }
 
 func (c *conn) loginReply(h *wire.RequestHeader, uid uint32, session uint64) bool {

@@ -288,7 +288,7 @@ func (c *conn) details(view *metadata.State) wire.ClientDetails {
 	c.mu.Lock()
 	uid, client, bound := c.userID, c.client, c.bound
 	c.mu.Unlock()
-	d := wire.ClientDetails{ClientInfo: wire.ClientInfo{ClientID: c.id, UserID: uid, Transport: wire.TransportTCP, Address: c.addr}}
+	d := wire.ClientDetails{ClientInfo: wire.ClientInfo{ClientID: c.id, UserID: uid, Transport: c.transport, Address: c.addr}}
 	if bound {
 		for _, g := range view.Memberships(client) {
 			d.Groups = append(d.Groups, wire.ClientGroup{StreamID: g.Stream, TopicID: g.Topic, GroupID: g.Group})
@@ -323,6 +323,7 @@ func (r *clientRegistry) add(c *conn) bool {
 	}
 	r.m[c.id] = c
 	r.wg.Add(1)
+	c.n.metrics.ConnectionOpened(c.transport)
 	return true
 }
 

@@ -68,15 +68,21 @@ func (n *Node) bindListeners() error {
 	}
 	n.ln = ln
 	n.bound = ln.Addr().String()
+	if err := n.bindHTTP(); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	if !n.clustered() {
 		return nil
 	}
 	if err := n.newPlane(); err != nil {
+		n.closeHTTPListeners()
 		_ = ln.Close()
 		return err
 	}
 	if err := n.plane.Bind(); err != nil {
 		_ = n.plane.Close()
+		n.closeHTTPListeners()
 		_ = ln.Close()
 		return err
 	}

@@ -32,6 +32,13 @@
 //     TransientNotAccepted (58), never dropped. The goroutine waits for the
 //     answer before it reads the next frame: exactly one reply per request,
 //     in order.
+//   - HTTP. The HTTP API (package httpapi, http.go) runs on shard 0's
+//     behalf on net/http's goroutines. It serves nothing itself: each route
+//     runs the binary command on a local session (local.go), a conn whose
+//     socket is a reply capture, through conn.handle — the same decode,
+//     admission, permission checks, forwarding and inbox hand-offs as a
+//     socket's frames. A session registers a VSR client session (the
+//     Register a binary login commits) at its first write; reads need none.
 //   - Shard loop iteration. Handle takes what one wake-up brought (tasks and
 //     coalesced ticks), submits requests to the replicas, then drives every
 //     touched replica's Ready until nothing more happens: view-state writes,
@@ -394,8 +401,9 @@
 // order. A node's ip is the host chosen for the asking client
 // (config.ClusterNode.ClientHost against the socket's remote address: the
 // longest matching advertised_addresses client_cidr, else
-// advertised_address, else the roster ip) and its tcp port the roster's;
-// quic, http and websocket ports are 0, since iggo serves TCP only. Role 0
+// advertised_address, else the roster ip), its tcp port the roster's and,
+// with http.enabled, its http port the roster's ports.http; quic and
+// websocket ports are 0, since iggo does not serve them. Role 0
 // (leader) marks the metadata group's primary in the highest view known:
 // this node's own while its metadata replica is in normal status, or the
 // view a live member announces over gossip while claiming leadership (a
@@ -407,8 +415,8 @@
 // (unreachable) once it is dead, left, or never heard from, and whenever
 // gossip is not running here. 5 (unknown) is never sent: Iggy's Go SDK
 // refuses it. A single node answers one entry: its roster name, leader,
-// healthy, at node.advertised_address (else the bound host) and the bound
-// port.
+// healthy, at node.advertised_address (else the bound host), the bound tcp
+// port and the bound http port.
 //
 // Gossip runs in cluster mode only, on the node's roster gossip port,
 // encrypted and authenticated with the key derived from

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/journal"
+	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
 	"github.com/iggo/iggo/vsr"
@@ -336,6 +337,14 @@ func (g *group) submit(t *task, req vsr.Request) {
 	g.sh.markDirty(g)
 }
 
+// kind is the group's label in the metrics.
+func (g *group) kind() metrics.GroupKind {
+	if g.id == vsr.MetadataGroup {
+		return metrics.Metadata
+	}
+	return metrics.Partition
+}
+
 // process executes one Ready.
 func (g *group) process(rd vsr.Ready) {
 	var (
@@ -376,7 +385,10 @@ func (g *group) process(rd vsr.Ready) {
 		if len(run) == 0 {
 			return
 		}
-		if err := g.j.Append(run...); err != nil {
+		start := time.Now()
+		err := g.j.Append(run...)
+		g.sh.n.metrics.ObserveStorage(metrics.JournalWrite, time.Since(start))
+		if err != nil {
 			appendE = err
 			appendFl = append(appendFl, runOps...)
 		} else if runSync {
@@ -410,6 +422,7 @@ func (g *group) process(rd vsr.Ready) {
 				return
 			}
 			g.log.Info("journal entry repaired from a peer", zap.Uint64("op", op.Op))
+			g.sh.n.metrics.Repair(g.kind())
 			g.syncing = append(g.syncing, appended{op: op.Op, id: op.Header.Identity()})
 			g.sh.needSync(g)
 		case vsr.JournalDiscard:

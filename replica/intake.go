@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -184,7 +185,7 @@ func (c *conn) readFailed(err error) bool {
 
 // fields are the audit fields naming the connection.
 func (c *conn) fields(extra ...zap.Field) []zap.Field {
-	return append([]zap.Field{zap.String("transport", c.transport), zap.String("addr", c.addr), zap.Uint32("client", c.id)}, extra...)
+	return append([]zap.Field{zap.String("transport", c.transportName), zap.String("addr", c.addr), zap.Uint32("client", c.id)}, extra...)
 }
 
 // credentials checks reg's credentials against view under the login
@@ -217,6 +218,42 @@ func (c *conn) credentials(view *metadata.State, reg *wire.Register) (*metadata.
 		return u != nil || code == wire.CodeUserInactive
 	})
 	return u, code, token, verdict
+}
+
+// passwordLogin checks username/password for a login that did not come on
+// a conn of its own (the HTTP API) under the login guard, and logs the
+// outcome like a binary login. A throttled attempt is InvalidCredentials,
+// one without a verification slot TransientNotAccepted.
+func (n *Node) passwordLogin(transport, addr string, view *metadata.State, username, password string) (*metadata.User, wire.Code) {
+	a := loginguard.Attempt{Costly: !view.PasswordCached(username, password)}
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		a.Addr = intake.AddrKey(net.TCPAddrFromAddrPort(ap))
+	}
+	if view.UserByName(username) != nil {
+		a.User = username
+	}
+	var (
+		u    *metadata.User
+		code wire.Code
+	)
+	verdict, _ := n.logins.Check(n.stop, a, func() bool {
+		u, code = view.AuthenticatePassword(username, password)
+		return u != nil || code == wire.CodeUserInactive
+	})
+	fields := []zap.Field{zap.String("transport", transport), zap.String("addr", addr), zap.String("user", username)}
+	switch {
+	case verdict == loginguard.Throttled:
+		u, code = nil, wire.CodeInvalidCredentials
+		n.clientLog.Info(evLoginFailed, "login failed", append(fields, zap.String("reason", "throttled (login.throttle)"))...)
+	case verdict == loginguard.Busy || verdict == loginguard.Stopped:
+		u, code = nil, wire.CodeTransientNotAccepted
+		n.clientLog.Info(evLoginFailed, "login failed", append(fields, zap.String("reason", "no password verification slot in time (login.verification_queue_*)"))...)
+	case u == nil:
+		n.clientLog.Info(evLoginFailed, "login failed", append(fields, zap.Stringer("reason", code))...)
+	default:
+		n.clientLog.Info(evLoginOK, "login succeeded", append(fields, zap.Uint32("user_id", u.ID))...)
+	}
+	return u, code
 }
 
 // loginName is the user name a login gave, for the audit line.

@@ -26,10 +26,12 @@ import (
 	"github.com/iggo/iggo/replica/datadir"
 	"github.com/iggo/iggo/replica/fdbudget"
 	"github.com/iggo/iggo/replica/gossip"
+	"github.com/iggo/iggo/replica/httpapi"
 	"github.com/iggo/iggo/replica/intake"
 	"github.com/iggo/iggo/replica/limitlog"
 	"github.com/iggo/iggo/replica/loginguard"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/replica/ratelog"
 	"github.com/iggo/iggo/shard"
@@ -73,6 +75,9 @@ type Options struct {
 	// first and write the ports into the roster).
 	ClientListener  net.Listener
 	ReplicaListener net.Listener
+	// HTTPListener, when set, is adopted instead of binding http.address
+	// (with http.enabled).
+	HTTPListener net.Listener
 	// DataDir, when set, is the lock of Config.Path already taken
 	// (LockDataDir); the node owns it from Start on and releases it in
 	// Close. Nil: Start takes it.
@@ -113,6 +118,12 @@ type Node struct {
 	freshTarget uint64
 	// installs counts checkpoints installed by state transfer.
 	installs atomic.Uint64
+	// metrics are the Prometheus instruments (package metrics); the HTTP
+	// API serves them.
+	metrics *metrics.Metrics
+	// http is the HTTP API server on shard 0 once it serves (nil when
+	// http.enabled is false); httpSrv the one bindHTTP built.
+	http, httpSrv *httpapi.Server
 
 	store     *metadata.Store
 	rt        *shard.Runtime[*task]
@@ -151,6 +162,9 @@ type Node struct {
 	clientLog    *ratelog.Logger
 	bound        string
 	started      time.Time
+	// The HTTP API's listeners (bindHTTP) and bound addresses.
+	httpLn, metricsLn       net.Listener
+	httpBound, metricsBound string
 
 	clients   clientRegistry
 	audit     *audit.Log
@@ -230,8 +244,12 @@ func New(opts Options) (*Node, error) {
 	n.clientLog = ratelog.New(log.Named("clients"), opts.Config.Logging.ClientEventsPerSecond)
 	n.initIntake()
 	n.limitLog = limitlog.New(n.log, limitlog.DefaultInterval)
+	n.metrics = metrics.New(n)
 	return n, nil
 }
+
+// Metrics returns the node's Prometheus instruments.
+func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
 // partitionBudget sets the node-wide partition cap this node admits
 // creations under (package fdbudget): metadata.partitions_max, lowered to
@@ -264,6 +282,9 @@ func (n *Node) Log() *zap.Logger { return n.log }
 
 // Addr is the bound client address (after Start).
 func (n *Node) Addr() string { return n.bound }
+
+// HTTPAddr is the bound HTTP API address ("" when http.enabled is false).
+func (n *Node) HTTPAddr() string { return n.httpBound }
 
 // Store returns the published metadata (read-only views).
 func (n *Node) Store() *metadata.Store { return n.store }
@@ -319,6 +340,7 @@ func (n *Node) Start() (err error) {
 			if n.plane != nil {
 				_ = n.plane.Close()
 			}
+			n.stopHTTP()
 			_ = n.ln.Close()
 		}
 		n.releaseDataDir()
@@ -407,7 +429,7 @@ func (n *Node) Start() (err error) {
 	}
 	n.startBackground()
 	n.startMemberEviction()
-	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("path", cfg.Path),
+	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("http", n.httpBound), zap.String("path", cfg.Path),
 		zap.String("version", ServerVersion))
 	return nil
 }
@@ -850,7 +872,12 @@ func partitionRevision(view *metadata.State, stream, topic, id uint32) uint64 {
 // runtime file names its address.
 func (n *Node) serve() error {
 	n.handoff = shard.NewRoundRobin(len(n.shards), n.cfg.Cluster.Coordinator.SkipShardZeroForClients)
-	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound}); err != nil {
+	if err := n.serveHTTP(); err != nil {
+		return err
+	}
+	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound,
+		MetricsOpen: n.metricsBound, ReplicaID: n.opts.ReplicaID}); err != nil {
+		n.stopHTTP()
 		return err
 	}
 	n.bg.Add(1)
@@ -951,6 +978,7 @@ func (n *Node) Close() error {
 		n.stopping.Store(true)
 		close(n.stop)
 		n.stopGossip() // first, so the others see this node leave rather than fail
+		n.stopHTTP()
 		if n.ln != nil {
 			_ = n.ln.Close()
 		}

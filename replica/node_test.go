@@ -17,6 +17,7 @@ func startNode(t *testing.T, dir string) *Node {
 	cfg := config.Default()
 	cfg.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Sharding.PinCores = false
 	cfg.Logging.FileEnabled = false
 	n, err := New(Options{Config: cfg, DefaultRootCredentials: true, Environ: []string{}})
@@ -151,6 +152,7 @@ func TestNodeCheckpointAfterRegister(t *testing.T) {
 	cfg := config.Default()
 	cfg.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Sharding.PinCores = false
 	cfg.Logging.FileEnabled = false
 	cfg.Metadata.JournalSlots = 4 * max(64, cfg.Metadata.PrepareQueueDepth)

@@ -58,6 +58,11 @@ type partStats struct {
 	current  atomic.Uint64
 	size     atomic.Uint64
 	messages atomic.Uint64
+	// appendedMsgs and appendedBytes count what this node appended since
+	// it started (the metrics' per-topic counters; batches the segments
+	// already held at a replay are not counted).
+	appendedMsgs  atomic.Uint64
+	appendedBytes atomic.Uint64
 }
 
 // partition is one partition's state machine and storage on its owning
@@ -413,6 +418,8 @@ func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
 		}
 		p.pending = append(p.pending, body)
 		p.written = base + n
+		p.stats.appendedMsgs.Add(n)
+		p.stats.appendedBytes.Add(uint64(len(body)))
 		p.unsyncedMsgs += n
 		p.unsyncedSize += uint64(len(body))
 		if !p.queued {

@@ -2,10 +2,12 @@ package replica
 
 import (
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
@@ -311,7 +313,9 @@ func (sh *shardLoop) drive() {
 			sh.addSegmentHints()
 			var err error
 			if !sh.batch.Empty() {
+				start := time.Now()
 				err = sh.fs.Submit(&sh.batch)
+				sh.n.metrics.ObserveStorage(metrics.GroupCommit, time.Since(start))
 			}
 			sh.batch.Reset()
 			completeSegmentSyncs(plans, err)
@@ -335,7 +339,9 @@ func (sh *shardLoop) drive() {
 				sh.addSegmentHints()
 				var err error
 				if !sh.batch.Empty() {
+					start := time.Now()
 					err = sh.fs.Submit(&sh.batch)
+					sh.n.metrics.ObserveStorage(metrics.SegmentSync, time.Since(start))
 				}
 				sh.batch.Reset()
 				completeSegmentSyncs(plans, err)
@@ -375,7 +381,9 @@ func (sh *shardLoop) flushSegments() {
 		}
 		var err error
 		if !sh.batch.Empty() {
+			start := time.Now()
 			err = sh.fs.Submit(&sh.batch)
+			sh.n.metrics.ObserveStorage(metrics.SegmentWrite, time.Since(start))
 		}
 		sh.batch.Reset()
 		for _, s := range st {

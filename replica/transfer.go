@@ -10,6 +10,7 @@ import (
 
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -159,6 +160,7 @@ func (m *metaSM) install(man vsr.Manifest) error {
 		zap.Int("streams", st.StreamsCount()), zap.Int("users", len(st.Users())))
 	m.n.reconcilePartitions(m.sh, st)
 	m.n.installs.Add(1)
+	m.n.metrics.StateTransfer(metrics.Metadata)
 	return nil
 }
 

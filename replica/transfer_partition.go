@@ -14,6 +14,7 @@ import (
 	"github.com/zeebo/xxh3"
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/vsr"
@@ -472,6 +473,7 @@ func (p *partition) install(man vsr.Manifest) error {
 	}
 	p.publish()
 	p.sh.n.installs.Add(1)
+	p.sh.n.metrics.StateTransfer(metrics.Partition)
 	p.log.Info("partition installed from a peer's checkpoint", zap.Uint64("op", man.Op), zap.Uint64("next_offset", c.next),
 		zap.Int("segments", len(list)))
 	return nil

@@ -112,6 +112,9 @@ type TrustedIssuer struct {
 type HTTPMetricsConfig struct {
 	Enabled  bool   `toml:"enabled"`
 	Endpoint string `toml:"endpoint"`
+	// OpenAddress (iggo key), when set, also serves Endpoint without
+	// authentication on its own listener (for a scraper without a token).
+	OpenAddress string `toml:"open_address"`
 }
 
 type HTTPTLSConfig struct {

@@ -10,22 +10,25 @@
 // [system] table is gone).
 //
 // Every key either acts or refuses to start: nothing is accepted and
-// ignored. Keys of features this build does not serve ([http], [quic],
-// [websocket], [telemetry], TLS on [tcp]) are parsed and validated like the
-// rest, and turning one on refuses to start with a message saying it is not
-// available (a TLS setting never falls back to plaintext). Iggy keys for
-// mechanisms iggo does not have (Refused, refuse.go: consumer-group session
-// reports, the evicted ring, the group-commit delay ...) accept only their
-// default value. TestEveryKeyHonouredOrRefused proves it: it walks every key
-// of the schema and fails for one whose field no non-test code outside this
-// package reads (found by type-checking the module) and that is not
-// refused. iggo adds keys of its own, among them sharding.batch_max,
-// runtime.gc_percent (the Go collector's GOGC target),
+// ignored. Keys of features this build does not serve ([quic],
+// [websocket], [telemetry], TLS on [tcp], http.web_ui) are parsed and
+// validated like the rest, and turning one on refuses to start with a
+// message saying it is not available (a TLS setting never falls back to
+// plaintext). [http] is served, enabled by default as in Iggy. Iggy keys
+// for mechanisms iggo does not have (Refused, refuse.go: consumer-group
+// session reports, the evicted ring, the group-commit delay ...) accept
+// only their default value. TestEveryKeyHonouredOrRefused proves it: it
+// walks every key of the schema and fails for one whose field no non-test
+// code outside this package reads (found by type-checking the module) and
+// that is not refused. iggo adds keys of its own, among them
+// sharding.batch_max, runtime.gc_percent (the Go collector's GOGC target),
 // cluster.nodes[].ports.gossip (the memberlist port; unset, tcp_replica +
-// GossipPortOffset), the client-intake limits under [message_bus]
-// (descriptors_reserved, unauthenticated_*, inflight_bytes_max,
-// frame_*_timeout), logging.client_events_per_second and the [login] table
-// (password verifications at once, the failed-login throttle).
+// GossipPortOffset), http.metrics.open_address (the metrics endpoint
+// without authentication on a separate listener), the client-intake
+// limits under [message_bus] (descriptors_reserved, unauthenticated_*,
+// inflight_bytes_max, frame_*_timeout), logging.client_events_per_second
+// and the [login] table (password verifications at once, the failed-login
+// throttle).
 //
 // # Loading
 //

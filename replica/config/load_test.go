@@ -45,7 +45,7 @@ func TestDefaultsLoad(t *testing.T) {
 		{"path", cfg.Path, "local_data"},
 		{"tcp.enabled", cfg.TCP.Enabled, true},
 		{"tcp.address", cfg.TCP.Address, "127.0.0.1:8090"},
-		{"http.enabled", cfg.HTTP.Enabled, false},
+		{"http.enabled", cfg.HTTP.Enabled, true},
 		{"quic.enabled", cfg.QUIC.Enabled, false},
 		{"websocket.enabled", cfg.WebSocket.Enabled, false},
 		{"runtime.path", cfg.Runtime.Path, "runtime"},
@@ -242,6 +242,8 @@ ports = { tcp = 8090, tcp_replica = 9090 }
 		"IGGY_CLUSTER_MEMBER_EVICTION_TIMEOUT=45s",
 		"IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE=32 MiB",
 		"IGGY_HTTP_CORS_ALLOWED_ORIGINS=https://a.example, https://b.example",
+		// The roster below gives no ports.http, which an enabled HTTP API needs.
+		"IGGY_HTTP_ENABLED=false",
 		"IGGY_PARTITION_PREPARE_QUEUE_DEPTH=100",
 		"IGGY_WEBSOCKET_MAX_FRAME_SIZE=1 MiB",
 		"IGGY_CLUSTER_AUTH_ENABLED=true",

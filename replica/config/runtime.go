@@ -26,6 +26,8 @@ type Bound struct {
 	WebSocket  string
 	TCPReplica string
 	Gossip     string
+	// MetricsOpen is the bound http.metrics.open_address.
+	MetricsOpen string
 	// ReplicaID selects this node's roster entry when clustering is on;
 	// its ports are rewritten from the bound addresses.
 	ReplicaID int
@@ -95,6 +97,9 @@ func runtimeView(cfg *Config, bound Bound) (*Config, error) {
 	}
 	if bound.HTTP != "" {
 		out.HTTP.Address = bound.HTTP
+	}
+	if bound.MetricsOpen != "" {
+		out.HTTP.Metrics.OpenAddress = bound.MetricsOpen
 	}
 	if bound.WebSocket != "" {
 		out.WebSocket.Address = bound.WebSocket

@@ -239,6 +239,15 @@ func (cfg *Config) validateTransports(c *checker) {
 			c.fail("http.jwt.algorithm", "must be HS256, HS384 or HS512 (tokens are signed with a shared secret), got %q", h.JWT.Algorithm)
 		}
 		c.positive("http.jwt.access_token_expiry", h.JWT.AccessTokenExpiry)
+		if cfg.Cluster.Enabled && len(cfg.Cluster.Nodes) > 1 && h.MaxRequestSize > cfg.MessageBus.MaxMessageSize {
+			c.fail("http.max_request_size", "must not exceed message_bus.max_message_size (%s) in a cluster, got %s", cfg.MessageBus.MaxMessageSize, h.MaxRequestSize)
+		}
+		if h.Metrics.Enabled && !strings.HasPrefix(h.Metrics.Endpoint, "/") {
+			c.fail("http.metrics.endpoint", "must start with '/', got %q", h.Metrics.Endpoint)
+		}
+		if h.Metrics.OpenAddress != "" {
+			c.address("http.metrics.open_address", h.Metrics.OpenAddress)
+		}
 		if h.TLS.Enabled && (h.TLS.CertFile == "" || h.TLS.KeyFile == "") {
 			c.fail("http.tls.cert_file", "http.tls.enabled needs both cert_file and key_file")
 		}

@@ -68,7 +68,7 @@ func TestValidBaselines(t *testing.T) {
 // the refusals (their own rules stay checked for when they are served).
 func TestUnavailableTransportsRefusedOnly(t *testing.T) {
 	c := Default()
-	c.HTTP.Enabled, c.QUIC.Enabled, c.WebSocket.Enabled = true, true, true
+	c.QUIC.Enabled, c.WebSocket.Enabled = true, true
 	c.WebSocket.MaxMessageSize, c.WebSocket.MaxFrameSize = sz(8*MiB), sz(MiB)
 	c.WebSocket.WriteBufferSize, c.WebSocket.MaxWriteBufferSize = sz(64*KiB), sz(MiB)
 	c.Telemetry.Enabled = true
@@ -84,7 +84,7 @@ func TestUnavailableTransportsRefusedOnly(t *testing.T) {
 			t.Errorf("unexpected problem %s", p)
 		}
 	}
-	for _, k := range []string{"http.enabled", "quic.enabled", "websocket.enabled", "telemetry.enabled"} {
+	for _, k := range []string{"quic.enabled", "websocket.enabled", "telemetry.enabled"} {
 		if !got[k] {
 			t.Errorf("%s = true not refused: %v", k, ve)
 		}

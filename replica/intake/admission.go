@@ -149,8 +149,12 @@ func (t *Ticket) Transport() string { return t.transport }
 
 // Authenticated gives back the unauthenticated slot of the source address
 // and the unauthenticated charge; later calls do nothing. A connection that
-// logs out keeps its (authenticated) claim.
+// logs out keeps its (authenticated) claim. A nil ticket (a connection
+// that was never admitted) does nothing.
 func (t *Ticket) Authenticated() {
+	if t == nil {
+		return
+	}
 	a := t.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -172,8 +176,12 @@ func (t *Ticket) leaveUnauthLocked() {
 	}
 }
 
-// Release gives back the connection's slot; later calls do nothing.
+// Release gives back the connection's slot; later calls do nothing, as
+// does a nil ticket.
 func (t *Ticket) Release() {
+	if t == nil {
+		return
+	}
 	a := t.a
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -89,6 +90,8 @@ func (t *txn) apply(m Meta, c Command) Result {
 		return t.deleteToken(m, c)
 	case DeleteExpiredTokens:
 		return t.deleteExpiredTokens(m)
+	case RevokeAccessToken:
+		return t.revokeAccessToken(m, c)
 	}
 	panic(fmt.Sprintf("metadata: Apply got unknown command %T", c))
 }
@@ -101,7 +104,7 @@ func fail(c wire.Code) Result { return Result{Code: c} }
 // resolve passes through so the handler reports its own not-found code.
 func (t *txn) authorize(m Meta, c Command) wire.Code {
 	switch c.(type) {
-	case Bootstrap, SetLimits, DisconnectClient, EvictNodeMembers, DeleteExpiredTokens:
+	case Bootstrap, SetLimits, DisconnectClient, EvictNodeMembers, DeleteExpiredTokens, RevokeAccessToken:
 		if m.System {
 			return OK
 		}
@@ -858,7 +861,33 @@ func (t *txn) deleteToken(m Meta, c DeletePersonalAccessToken) Result {
 	return Result{User: u, Effects: []Effect{{Kind: EffectTokenDeleted, User: u.ID, Token: hash}}}
 }
 
+// pruneRevoked drops revocations whose token expired at ts (µs).
+func (t *txn) pruneRevoked(ts uint64) {
+	now := ts / 1e6
+	if !slices.ContainsFunc(t.s.revoked, func(r RevokedToken) bool { return r.Expiry <= now }) {
+		return
+	}
+	t.s.revoked = slices.DeleteFunc(slices.Clone(t.s.revoked), func(r RevokedToken) bool { return r.Expiry <= now })
+}
+
+func (t *txn) revokeAccessToken(m Meta, c RevokeAccessToken) Result {
+	t.pruneRevoked(m.Timestamp)
+	if c.Expiry <= m.Timestamp/1e6 {
+		return Result{} // already expired: nothing to remember
+	}
+	i, found := slices.BinarySearchFunc(t.s.revoked, c.ID, func(r RevokedToken, id [16]byte) int { return bytes.Compare(r.ID[:], id[:]) })
+	if found {
+		return Result{}
+	}
+	if len(t.s.revoked) >= MaxRevokedAccessTokens {
+		return fail(wire.CodeError)
+	}
+	t.s.revoked = slices.Insert(slices.Clone(t.s.revoked), i, RevokedToken{ID: c.ID, Expiry: c.Expiry})
+	return Result{}
+}
+
 func (t *txn) deleteExpiredTokens(m Meta) Result {
+	t.pruneRevoked(m.Timestamp)
 	var effects []Effect
 	for i, old := range t.s.users {
 		if !slices.ContainsFunc(old.Tokens, func(p PersonalAccessToken) bool { return p.Expired(m.Timestamp) }) {

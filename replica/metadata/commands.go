@@ -205,6 +205,21 @@ type DeletePersonalAccessToken struct{ Name string }
 // empty.
 type DeleteExpiredTokens struct{}
 
+// RevokeAccessToken records an HTTP access token (by ID, the first 16
+// bytes of SHA-256 of its jti) as logged out until Expiry (unix seconds,
+// the token's own exp). System only: the HTTP API's logout submits it, so
+// every node refuses the token from then on. Entries whose expiry passed at
+// Meta.Timestamp are dropped by this command and by DeleteExpiredTokens.
+type RevokeAccessToken struct {
+	ID     [16]byte
+	Expiry uint64
+}
+
+// MaxRevokedAccessTokens bounds the revocation list; a revocation beyond it
+// (that many logged-out tokens not yet expired) is refused with
+// CodeError, never dropped.
+const MaxRevokedAccessTokens = 1 << 16
+
 func (Bootstrap) isCommand()                 {}
 func (SetLimits) isCommand()                 {}
 func (CreateStream) isCommand()              {}
@@ -231,6 +246,7 @@ func (UpdatePermissions) isCommand()         {}
 func (CreatePersonalAccessToken) isCommand() {}
 func (DeletePersonalAccessToken) isCommand() {}
 func (DeleteExpiredTokens) isCommand()       {}
+func (RevokeAccessToken) isCommand()         {}
 
 // Result is the deterministic outcome of Apply: identical on every
 // replica, so every replica can build the same reply.

@@ -114,7 +114,7 @@
 //
 //	offset  size  field
 //	     0     8  magic "IGGOMETA"
-//	     8     4  format version u32 = 2 (1 is still decoded, below)
+//	     8     4  format version u32 = 3 (1 and 2 are still decoded, below)
 //	    12     4  reserved, zero
 //	    16     8  payload length P u64
 //	    24     P  payload (below)
@@ -177,6 +177,9 @@
 //	  u32    token count, then per token in ascending name:
 //	         str8 name, 32 bytes SHA-256 of the token, u64 created_at,
 //	         u64 expiry_at (0 never)
+//	u32   revoked access token count (≤ MaxRevokedAccessTokens), then per
+//	      token in ascending id: 16 bytes id (SHA-256 of the JWT's jti,
+//	      first half), u64 expiry (unix seconds)
 //
 //	opts = u32 count, then per entry: str8 key, u8 value kind, u8 value
 //	       length (1..255), value bytes. Topic blocks list the catalog keys
@@ -191,8 +194,9 @@
 //
 // Version 1 is the same layout without the member's node and boot (a
 // member is u32 id, u64 client low, u64 client high, then its partitions);
-// its members decode with node 0 and boot BootUnknown. EncodeSnapshot
-// always writes version 2.
+// its members decode with node 0 and boot BootUnknown. Version 2 is
+// version 3 without the revoked access tokens (they decode as none).
+// EncodeSnapshot always writes version 3.
 //
 // # Prepare body format (EncodeOp / DecodeOp)
 //
@@ -201,7 +205,7 @@
 //	     1     1  operation: Iggy's operation byte (128..149 except 138) for
 //	              client commands; 96 Bootstrap, 97 SetLimits,
 //	              98 DisconnectClient, 99 DeleteExpiredTokens,
-//	              100 EvictNodeMembers
+//	              100 EvictNodeMembers, 101 RevokeAccessToken
 //	     2     1  flags: bit 0 = system command; other bits zero
 //	     3     1  reserved, zero
 //	     4     4  acting user id u32
@@ -225,7 +229,8 @@
 // str16 root password hash and the six u32 limits; SetLimits the limits;
 // DisconnectClient the 16-byte client id. JoinConsumerGroup carries u8
 // node (the admitting node's replica id) and u64 boot (its incarnation,
-// µs). EvictNodeMembers carries u8 node and u64 before. Other operations
+// µs). EvictNodeMembers carries u8 node and u64 before. RevokeAccessToken
+// carries the 16-byte token id and u64 expiry (unix seconds). Other operations
 // have no stamp. Plaintext passwords and raw tokens never enter a prepare.
 //
 // Version 2 bodies (written before the node-wide partition cap and the

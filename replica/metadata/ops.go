@@ -16,6 +16,7 @@ const (
 	OpDisconnectClient    wire.Operation = 98
 	OpDeleteExpiredTokens wire.Operation = 99
 	OpEvictNodeMembers    wire.Operation = 100
+	OpRevokeAccessToken   wire.Operation = 101
 )
 
 // Prepare body envelope; the layout is documented in doc.go.
@@ -95,6 +96,8 @@ func OperationOf(c Command) wire.Operation {
 		return OpDeleteExpiredTokens
 	case EvictNodeMembers:
 		return OpEvictNodeMembers
+	case RevokeAccessToken:
+		return OpRevokeAccessToken
 	}
 	panic(fmt.Sprintf("metadata: OperationOf got unknown command %T", c))
 }
@@ -188,6 +191,9 @@ func EncodeOp(m Meta, c Command) ([]byte, error) {
 	case EvictNodeMembers:
 		b = append(b, c.Node)
 		b = binary.LittleEndian.AppendUint64(b, c.Before)
+	case RevokeAccessToken:
+		b = append(b, c.ID[:]...)
+		b = binary.LittleEndian.AppendUint64(b, c.Expiry)
 	case DeleteExpiredTokens:
 	default:
 		panic(fmt.Sprintf("metadata: EncodeOp got unknown command %T", c))
@@ -294,6 +300,11 @@ func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte
 		return internal(DisconnectClient{Client: wire.Uint128{Lo: st.u64(), Hi: st.u64()}})
 	case OpDeleteExpiredTokens:
 		return internal(DeleteExpiredTokens{})
+	case OpRevokeAccessToken:
+		var c RevokeAccessToken
+		copy(c.ID[:], st.take(len(c.ID)))
+		c.Expiry = st.u64()
+		return internal(c)
 	case OpEvictNodeMembers:
 		if version == opVersionV1 {
 			return nil, fmt.Errorf("%w: operation %d in a version %d body", ErrOp, op, version)

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,10 +14,12 @@ import (
 // Snapshot file framing; the byte layout is documented in doc.go.
 const (
 	snapshotMagic   = "IGGOMETA"
-	SnapshotVersion = uint32(2)
+	SnapshotVersion = uint32(3)
 	// snapshotVersionV1 is still decoded: its members carry no node and
 	// boot (they decode with Node 0, Boot BootUnknown).
-	snapshotVersionV1   = uint32(1)
+	snapshotVersionV1 = uint32(1)
+	// snapshotVersionV2 is still decoded: it has no revoked access tokens.
+	snapshotVersionV2   = uint32(2)
 	snapshotHeaderSize  = 24
 	snapshotTrailerSize = 8
 )
@@ -69,6 +72,13 @@ func encodeSnapshot(s *State, version uint32) []byte {
 			w.buf = append(w.buf, p.Hash[:]...)
 			w.u64(p.CreatedAt)
 			w.u64(p.ExpiryAt)
+		}
+	}
+	if version >= SnapshotVersion {
+		w.u32(uint32(len(s.revoked)))
+		for _, r := range s.revoked {
+			w.buf = append(w.buf, r.ID[:]...)
+			w.u64(r.Expiry)
 		}
 	}
 	binary.LittleEndian.PutUint64(w.buf[16:], uint64(len(w.buf)-snapshotHeaderSize))
@@ -192,7 +202,7 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: bad magic", ErrSnapshot)
 	}
 	v := binary.LittleEndian.Uint32(b[8:])
-	if v != SnapshotVersion && v != snapshotVersionV1 {
+	if v != SnapshotVersion && v != snapshotVersionV2 && v != snapshotVersionV1 {
 		return nil, fmt.Errorf("%w: unsupported version %d", ErrSnapshot, v)
 	}
 	if binary.LittleEndian.Uint32(b[12:]) != 0 {
@@ -379,6 +389,24 @@ func decodePayload(p []byte, version uint32) (*State, error) {
 				return nil, fmt.Errorf("%w: duplicate token hash (user %d)", ErrSnapshot, u.ID)
 			}
 			s.tokens[pat.Hash] = tokenRef{user: u.ID, name: pat.Name}
+		}
+	}
+	if version >= SnapshotVersion {
+		rn := r.count(24)
+		for range rn {
+			var e RevokedToken
+			copy(e.ID[:], r.take(len(e.ID)))
+			e.Expiry = r.u64()
+			if r.err != nil {
+				return nil, r.err
+			}
+			if len(s.revoked) > 0 && bytes.Compare(s.revoked[len(s.revoked)-1].ID[:], e.ID[:]) >= 0 {
+				return nil, fmt.Errorf("%w: revoked token ids not ascending", ErrSnapshot)
+			}
+			s.revoked = append(s.revoked, e)
+		}
+		if len(s.revoked) > MaxRevokedAccessTokens {
+			return nil, fmt.Errorf("%w: %d revoked tokens exceed %d", ErrSnapshot, len(s.revoked), MaxRevokedAccessTokens)
 		}
 	}
 	if r.err != nil {

@@ -150,7 +150,7 @@ func TestSnapshotOfEmptyState(t *testing.T) {
 	if s.Bootstrapped() || s.StreamsCount() != 0 || len(s.Users()) != 0 || s.Limits() != DefaultLimits() {
 		t.Fatal("empty state not restored")
 	}
-	if len(b) != snapshotHeaderSize+8+8+1+4+24+4+4+snapshotTrailerSize {
+	if len(b) != snapshotHeaderSize+8+8+1+4+24+4+4+4+snapshotTrailerSize {
 		t.Fatalf("empty snapshot is %d bytes", len(b))
 	}
 }

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strings"
@@ -92,7 +93,28 @@ type State struct {
 
 	tokens    map[TokenHash]tokenRef
 	tokensGen uint64
+
+	// revoked lists logged-out HTTP access tokens until their expiry,
+	// ascending by ID. Replaced, never written in place.
+	revoked []RevokedToken
 }
+
+// RevokedToken is one logged-out access token: its ID and its expiry
+// (unix seconds).
+type RevokedToken struct {
+	ID     [16]byte
+	Expiry uint64
+}
+
+// AccessTokenRevoked reports whether the access token with this ID was
+// logged out and has not expired at now (unix seconds; 0: any expiry).
+func (s *State) AccessTokenRevoked(id [16]byte, now uint64) bool {
+	i, found := slices.BinarySearchFunc(s.revoked, id, func(r RevokedToken, id [16]byte) int { return bytes.Compare(r.ID[:], id[:]) })
+	return found && (now == 0 || s.revoked[i].Expiry > now)
+}
+
+// RevokedTokens is the revocation list, ascending by ID.
+func (s *State) RevokedTokens() []RevokedToken { return s.revoked }
 
 type tokenRef struct {
 	user uint32

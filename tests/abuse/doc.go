@@ -15,7 +15,7 @@
 //   - intake_test.go: client intake — big-frame trickle, slowloris,
 //     connections_max and descriptor exhaustion, accept backoff when the
 //     descriptors do run out, the per-address cap before login, the login
-//     flood;
+//     flood, binary and over the HTTP API;
 //   - guard_*_test.go: replica-plane admission, resource caps,
 //     authorization and message limits, with their own guard-prefixed
 //     helpers (guard_helpers_test.go).

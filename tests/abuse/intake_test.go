@@ -3,7 +3,9 @@ package abuse
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -635,5 +637,93 @@ func TestLoginFlood(t *testing.T) {
 	}
 	if countLines(out, "login succeeded", `"user": "app"`, "127.0.0.1") != 1 {
 		t.Error("the legitimate login of app was not logged")
+	}
+}
+
+// TestHTTPLoginFlood: the HTTP API's password login goes through the same
+// guard as the binary one: 32 clients posting wrong passwords for 6 s keep
+// the node's RSS within rssBound of idle, and a legitimate HTTP login and
+// a binary login still succeed within loginBound.
+func TestHTTPLoginFlood(t *testing.T) {
+	const (
+		n          = 32
+		flood      = 6 * time.Second
+		rssBound   = 256 << 20
+		loginBound = 2 * time.Second
+	)
+	s := start(t, 0)
+	if s.HTTPAddr == "" {
+		t.Fatal("the server serves no HTTP API")
+	}
+	pid := s.Pid()
+	base := rss(t, pid)
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop) }) }
+	smp := sampleRSS(t, pid, base+3<<30, halt)
+	post := func(hc *http.Client, user, pass string) (int, error) {
+		body := strings.NewReader(`{"username":"` + user + `","password":"` + pass + `"}`)
+		resp, err := hc.Post("http://"+s.HTTPAddr+"/users/login", "application/json", body)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	from := func(ip string) *http.Client {
+		d := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		tr := &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: n}
+		t.Cleanup(tr.CloseIdleConnections)
+		return &http.Client{Transport: tr, Timeout: 15 * time.Second}
+	}
+	attackerClient := from(attacker(1))
+	var attempts, refused atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(flood)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 10000 && time.Now().Before(end); k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, err := post(attackerClient, "iggy", "guess")
+				if err != nil {
+					return
+				}
+				attempts.Add(1)
+				if code >= 400 {
+					refused.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	t0 := time.Now()
+	code, err := post(from("127.0.0.1"), "iggy", "iggy")
+	httpLogin := time.Since(t0)
+	binLogin, berr := legitLogin(t, s, "iggy", "iggy", 10*time.Second)
+	wg.Wait()
+	peak := smp.Stop()
+	t.Logf("%d HTTP guessers for %v: %d attempts, %d refused; RSS idle %.0f MiB, peak %.0f MiB (+%.0f MiB); legitimate HTTP login %v (status %d, %v), binary login %v (%v)",
+		n, flood, attempts.Load(), refused.Load(), mib(base), mib(peak), mib(peak-base), httpLogin, code, err, binLogin, berr)
+	if err != nil || code != http.StatusOK || httpLogin > loginBound {
+		t.Errorf("legitimate HTTP login: status %d, %v after %v", code, err, httpLogin)
+	}
+	if berr != nil || binLogin > loginBound {
+		t.Errorf("legitimate binary login: %v after %v", berr, binLogin)
+	}
+	if refused.Load() != attempts.Load() || attempts.Load() < n {
+		t.Errorf("%d of %d guesses refused", refused.Load(), attempts.Load())
+	}
+	if peak-base > rssBound {
+		t.Errorf("RSS grew by %.0f MiB, bound %.0f MiB", mib(peak-base), mib(rssBound))
+	}
+	if countLines(s.Output(), "login failed", `"transport": "http"`, "127.0.0.2") < 1 {
+		t.Error("no failed HTTP login was logged with its address")
 	}
 }

@@ -184,6 +184,9 @@ func (c *cluster) serverConfig(i int, data string) string {
 	fmt.Fprintf(&sb, "path = %q\n\n", data)
 	sb.WriteString("[sharding]\ncpu_allocation = 1\npin_cores = false\n\n")
 	fmt.Fprintf(&sb, "[tcp]\nenabled = true\naddress = %q\n", c.listen[i])
+	// The checker talks TCP only; nodes sharing a host must not race for
+	// the default HTTP port.
+	sb.WriteString("\n[http]\nenabled = false\n")
 	if len(c.listen) == 1 {
 		return sb.String()
 	}

@@ -51,15 +51,15 @@ func pidAlive(pid int) bool {
 	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
-// freeBase finds a base port whose client (base+i), replica (base+1000+i)
-// and gossip (base+2000+i) ports are free for n nodes.
+// freeBase finds a base port whose client (base+i), replica (base+1000+i),
+// gossip (base+2000+i) and HTTP (base+3000+i) ports are free for n nodes.
 func freeBase(t testing.TB, n int) int {
 	t.Helper()
 	for attempt := 0; attempt < 200; attempt++ {
 		base := 20000 + rand.IntN(20000)
 		ok := true
 		for i := 0; i < n && ok; i++ {
-			for _, p := range []int{base + i, base + 1000 + i, base + 2000 + i} {
+			for _, p := range []int{base + i, base + 1000 + i, base + 2000 + i, base + 3000 + i} {
 				ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 				if err != nil {
 					ok = false

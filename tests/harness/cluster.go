@@ -61,10 +61,10 @@ type Node struct {
 	*Server
 	ID   int
 	Name string
-	// IP is the node's roster ip; TCPPort, ReplicaPort and GossipPort its
-	// roster ports.
-	IP                               string
-	TCPPort, ReplicaPort, GossipPort int
+	// IP is the node's roster ip; TCPPort, ReplicaPort, GossipPort and
+	// HTTPPort its roster ports.
+	IP                                         string
+	TCPPort, ReplicaPort, GossipPort, HTTPPort int
 }
 
 // Cluster is a running N-node cluster. Every process is killed when the
@@ -173,8 +173,8 @@ func ClusterConfig(name, secret string, shards int, clusterTOML string, nodes []
 	}
 	fmt.Fprintf(&sb, "\n[cluster.auth]\nenabled = true\nshared_secret = %q\n", secret)
 	for _, n := range nodes {
-		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = %q\nip = %q\nreplica_id = %d\nports = { tcp = %d, tcp_replica = %d, gossip = %d }\n",
-			n.Name, n.IP, n.ID, n.TCPPort, n.ReplicaPort, n.GossipPort)
+		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = %q\nip = %q\nreplica_id = %d\nports = { tcp = %d, tcp_replica = %d, gossip = %d, http = %d }\n",
+			n.Name, n.IP, n.ID, n.TCPPort, n.ReplicaPort, n.GossipPort, n.HTTPPort)
 	}
 	return sb.String()
 }
@@ -233,7 +233,7 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	}
 	for i := 0; i < opts.Nodes; i++ {
 		n := &Node{ID: i, Name: fmt.Sprintf("node-%d", i), IP: ips[i]}
-		n.TCPPort, n.ReplicaPort, n.GossipPort = port(n.IP, false), port(n.IP, false), port(n.IP, true)
+		n.TCPPort, n.ReplicaPort, n.GossipPort, n.HTTPPort = port(n.IP, false), port(n.IP, false), port(n.IP, true), port(n.IP, false)
 		c.Nodes = append(c.Nodes, n)
 	}
 	c.ConfigPath = filepath.Join(c.Dir, "cluster.toml")
@@ -244,6 +244,7 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	for _, n := range c.Nodes {
 		env := append([]string{
 			"IGGY_TCP_ADDRESS=" + net.JoinHostPort(n.IP, strconv.Itoa(n.TCPPort)),
+			"IGGY_HTTP_ADDRESS=" + net.JoinHostPort(n.IP, strconv.Itoa(n.HTTPPort)),
 		}, opts.Env...)
 		args := append([]string{"--config", c.ConfigPath, "--replica-id", strconv.Itoa(n.ID)}, opts.Args...)
 		n.Server = newServer(t, Options{

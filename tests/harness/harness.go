@@ -6,6 +6,10 @@
 // expected to refuse to start and returns its exit code and output. Every
 // process is killed when the test ends, passed or failed.
 //
+// Every server serves the HTTP API on an ephemeral port of its own
+// (IGGY_HTTP_ADDRESS, unless Env sets it; cluster nodes get a roster
+// ports.http); Server.HTTPAddr is the bound address.
+//
 // StartCluster runs an N-node cluster: each node on its own loopback
 // address 127.0.0.(11+id) when the machine lets them be bound (else all on
 // 127.0.0.1 with distinct ports), its own data directory, and one shared
@@ -132,8 +136,12 @@ type Server struct {
 	exited chan struct{}
 	exit   error
 	out    *syncBuffer
-	// Addr is the bound client address of the current run.
-	Addr string
+	// Addr is the bound client address of the current run; HTTPAddr the
+	// bound HTTP API address ("" when the run serves no HTTP).
+	Addr     string
+	HTTPAddr string
+	// MetricsAddr is the bound http.metrics.open_address ("" when off).
+	MetricsAddr string
 }
 
 // Start launches a server and waits until it serves.
@@ -224,14 +232,20 @@ func (s *Server) env() []string {
 		}
 	}
 	env = append(env, "IGGY_PATH="+s.opts.DataDir, "IGGY_SHARDING_PIN_CORES=false")
-	hasAddr := false
+	hasAddr, hasHTTP := false, false
 	for _, kv := range s.opts.Env {
 		if strings.HasPrefix(kv, "IGGY_TCP_ADDRESS=") {
 			hasAddr = true
 		}
+		if strings.HasPrefix(kv, "IGGY_HTTP_ADDRESS=") {
+			hasHTTP = true
+		}
 	}
 	if !hasAddr {
 		env = append(env, "IGGY_TCP_ADDRESS=127.0.0.1:0")
+	}
+	if !hasHTTP {
+		env = append(env, "IGGY_HTTP_ADDRESS=127.0.0.1:0")
 	}
 	return append(env, s.opts.Env...)
 }
@@ -283,7 +297,7 @@ func (s *Server) start(extra []string, clearRuntime bool) {
 	}
 	exited := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.exited, s.out, s.Addr = cmd, exited, out, ""
+	s.cmd, s.exited, s.out, s.Addr, s.HTTPAddr, s.MetricsAddr = cmd, exited, out, "", "", ""
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -304,9 +318,15 @@ func (s *Server) awaitAddr() {
 	s.mu.Unlock()
 	deadline := time.Now().Add(s.opts.StartTimeout)
 	for {
-		if addr, err := readAddr(runtimeFile); err == nil && addr != "" {
+		if rt, err := readRuntime(runtimeFile); err == nil && rt.TCP.Address != "" {
 			s.mu.Lock()
-			s.Addr = addr
+			s.Addr = rt.TCP.Address
+			if rt.HTTP.Enabled {
+				s.HTTPAddr = rt.HTTP.Address
+				if rt.HTTP.Metrics.Enabled {
+					s.MetricsAddr = rt.HTTP.Metrics.OpenAddress
+				}
+			}
 			s.mu.Unlock()
 			return
 		}
@@ -322,20 +342,29 @@ func (s *Server) awaitAddr() {
 	}
 }
 
-func readAddr(path string) (string, error) {
+// runtimeDoc is what the harness reads from the runtime file.
+type runtimeDoc struct {
+	TCP struct {
+		Address string `toml:"address"`
+	} `toml:"tcp"`
+	HTTP struct {
+		Enabled bool   `toml:"enabled"`
+		Address string `toml:"address"`
+		Metrics struct {
+			Enabled     bool   `toml:"enabled"`
+			OpenAddress string `toml:"open_address"`
+		} `toml:"metrics"`
+	} `toml:"http"`
+}
+
+func readRuntime(path string) (runtimeDoc, error) {
+	var doc runtimeDoc
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", err
+		return doc, err
 	}
-	var doc struct {
-		TCP struct {
-			Address string `toml:"address"`
-		} `toml:"tcp"`
-	}
-	if err := toml.Unmarshal(b, &doc); err != nil {
-		return "", err
-	}
-	return doc.TCP.Address, nil
+	err = toml.Unmarshal(b, &doc)
+	return doc, err
 }
 
 func (s *Server) exitErr() error {
@@ -455,6 +484,13 @@ func (s *Server) Tail(n int) string {
 		return ""
 	}
 	return out.Tail(n)
+}
+
+// HTTPURL is the base URL of the server's HTTP API (plain HTTP).
+func (s *Server) HTTPURL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "http://" + s.HTTPAddr
 }
 
 // ClientConfig is a client configuration for this server.

@@ -37,7 +37,7 @@ func TestClusterMetadataRealProcesses(t *testing.T) {
 		tcp[i], repl[i], gossip[i] = loopbackPort(t), loopbackPort(t), loopbackPort(t)
 	}
 	var b strings.Builder
-	b.WriteString("[tcp]\naddress = \"127.0.0.1:0\"\n[sharding]\ncpu_allocation = 1\n")
+	b.WriteString("[tcp]\naddress = \"127.0.0.1:0\"\n[http]\nenabled = false\n[sharding]\ncpu_allocation = 1\n")
 	b.WriteString("[cluster]\nenabled = true\nname = \"metadata-it\"\nheartbeat_timeout = \"2s\"\n")
 	b.WriteString("[cluster.auth]\nenabled = true\nshared_secret = \"0123456789abcdef0123456789abcdef-it\"\n")
 	for i := 0; i < n; i++ {

@@ -15,8 +15,8 @@
 //	node-<i>/server.log  node i's stdout and stderr
 //
 // Node i listens for clients on 127.0.0.1:(base+i), on the replica plane at
-// base+1000+i and for gossip at base+2000+i (base 8090: 8090.., 9090..,
-// 10090.., Iggy's documented ports). The processes run in their own session,
+// base+1000+i, for gossip at base+2000+i and serves the HTTP API at
+// base+3000+i (base 8090: 8090.., 9090.., 10090.., 11090..). The processes run in their own session,
 // so they outlive the command. A one-node "cluster" runs with clustering off
 // (the same code path with a quorum of one).
 //
@@ -69,6 +69,7 @@ const (
 	// Port offsets from the base port of node 0.
 	ReplicaPortOffset = 1000
 	GossipPortOffset  = 2000
+	HTTPPortOffset    = 3000
 	// MaxNodes bounds --nodes (the wire roster's limit is 64; a local
 	// cluster of more than 9 is of no use on one machine).
 	MaxNodes   = 9
@@ -103,6 +104,7 @@ type NodeState struct {
 	TCPPort     int    `json:"tcp_port"`
 	ReplicaPort int    `json:"replica_port"`
 	GossipPort  int    `json:"gossip_port"`
+	HTTPPort    int    `json:"http_port"`
 	PID         int    `json:"pid"`
 	DataDir     string `json:"data_dir"`
 	Log         string `json:"log"`
@@ -247,8 +249,8 @@ func Config(name string, nodes []NodeState) string {
 	}
 	fmt.Fprintf(&sb, "[cluster]\nenabled = true\nname = %q\n\n[cluster.auth]\nenabled = true\n", name)
 	for _, n := range nodes {
-		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = %q\nip = %q\nreplica_id = %d\nports = { tcp = %d, tcp_replica = %d, gossip = %d }\n",
-			n.Name, n.IP, n.ID, n.TCPPort, n.ReplicaPort, n.GossipPort)
+		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = %q\nip = %q\nreplica_id = %d\nports = { tcp = %d, tcp_replica = %d, gossip = %d, http = %d }\n",
+			n.Name, n.IP, n.ID, n.TCPPort, n.ReplicaPort, n.GossipPort, n.HTTPPort)
 	}
 	return sb.String()
 }
@@ -320,8 +322,8 @@ func up(ctx context.Context, env *cli.Env, o upOptions) error {
 	if o.nodes < 1 || o.nodes > MaxNodes {
 		return cli.Usagef("--nodes must be 1..%d, got %d", MaxNodes, o.nodes)
 	}
-	if o.basePort < 1 || o.basePort+GossipPortOffset+o.nodes-1 > 65535 {
-		return cli.Usagef("--base-port %d leaves no room for %d nodes (gossip ports end at base+%d)", o.basePort, o.nodes, GossipPortOffset+o.nodes-1)
+	if o.basePort < 1 || o.basePort+HTTPPortOffset+o.nodes-1 > 65535 {
+		return cli.Usagef("--base-port %d leaves no room for %d nodes (http ports end at base+%d)", o.basePort, o.nodes, HTTPPortOffset+o.nodes-1)
 	}
 	if o.wait <= 0 {
 		return cli.Usagef("--wait must be positive")
@@ -353,7 +355,8 @@ func up(ctx context.Context, env *cli.Env, o upOptions) error {
 		nd := filepath.Join(dir, fmt.Sprintf("node-%d", i))
 		n := NodeState{ID: i, Name: fmt.Sprintf("node-%d", i), IP: "127.0.0.1", TCPPort: o.basePort + i,
 			ReplicaPort: o.basePort + ReplicaPortOffset + i, GossipPort: o.basePort + GossipPortOffset + i,
-			DataDir: filepath.Join(nd, "data"), Log: filepath.Join(nd, "server.log")}
+			HTTPPort: o.basePort + HTTPPortOffset + i,
+			DataDir:  filepath.Join(nd, "data"), Log: filepath.Join(nd, "server.log")}
 		if err := portsFree(n, o.nodes); err != nil {
 			return err
 		}
@@ -564,8 +567,8 @@ func portsFree(n NodeState, nodes int) error {
 		what string
 		port int
 		udp  bool
-	}{{"client", n.TCPPort, false}, {"replica", n.ReplicaPort, false}, {"gossip", n.GossipPort, true}} {
-		if nodes == 1 && p.what != "client" {
+	}{{"client", n.TCPPort, false}, {"http", n.HTTPPort, false}, {"replica", n.ReplicaPort, false}, {"gossip", n.GossipPort, true}} {
+		if nodes == 1 && p.what != "client" && p.what != "http" {
 			continue
 		}
 		if err := portFree(n.IP, p.port, p.udp); err != nil {
@@ -607,7 +610,8 @@ func nodeEnv(n *NodeState, key string) []string {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "IGGY_PATH="+n.DataDir, "IGGY_TCP_ADDRESS="+n.Addr())
+	env = append(env, "IGGY_PATH="+n.DataDir, "IGGY_TCP_ADDRESS="+n.Addr(),
+		"IGGY_HTTP_ADDRESS="+net.JoinHostPort(n.IP, strconv.Itoa(n.HTTPPort)))
 	if key != "" {
 		env = append(env, "IGGY_CLUSTER_AUTH_SHARED_SECRET="+key)
 	}

@@ -28,7 +28,7 @@ func TestConfigLoads(t *testing.T) {
 		var nodes []NodeState
 		for i := 0; i < count; i++ {
 			nodes = append(nodes, NodeState{ID: i, Name: "node-" + string(rune('0'+i)), IP: "127.0.0.1", TCPPort: 8090 + i,
-				ReplicaPort: 9090 + i, GossipPort: 10090 + i, DataDir: filepath.Join(dir, "d", string(rune('0'+i)))})
+				ReplicaPort: 9090 + i, GossipPort: 10090 + i, HTTPPort: 11090 + i, DataDir: filepath.Join(dir, "d", string(rune('0'+i)))})
 		}
 		p := filepath.Join(dir, "cluster.toml")
 		if err := os.WriteFile(p, []byte(Config("lc", nodes)), 0o644); err != nil {
@@ -48,7 +48,8 @@ func TestConfigLoads(t *testing.T) {
 			}
 			if count > 1 {
 				if !cfg.Cluster.Auth.Enabled || cfg.Cluster.Auth.SharedSecret != key || len(cfg.Cluster.Nodes) != count ||
-					*cfg.Cluster.Nodes[i].Ports.TCPReplica != uint16(nodes[i].ReplicaPort) || *cfg.Cluster.Nodes[i].Ports.Gossip != uint16(nodes[i].GossipPort) {
+					*cfg.Cluster.Nodes[i].Ports.TCPReplica != uint16(nodes[i].ReplicaPort) || *cfg.Cluster.Nodes[i].Ports.Gossip != uint16(nodes[i].GossipPort) ||
+					*cfg.Cluster.Nodes[i].Ports.HTTP != uint16(nodes[i].HTTPPort) {
 					t.Fatalf("node %d: %+v", i, cfg.Cluster)
 				}
 			}
