@@ -266,6 +266,17 @@ func legitLogin(t testing.TB, s *harness.Server, user, pass string, budget time.
 	return time.Since(start), nil
 }
 
+// warmLogin logs in once as iggy/iggy, so that later logins of the same
+// pair are answered from the server's verification cache: a test that
+// bounds a login's latency then measures the node, not one Argon2
+// derivation on a loaded machine.
+func warmLogin(t testing.TB, s *harness.Server) {
+	t.Helper()
+	if _, err := legitLogin(t, s, "iggy", "iggy", 30*time.Second); err != nil {
+		t.Fatalf("warm-up login: %v", err)
+	}
+}
+
 // countLines counts the lines of out that contain every one of subs.
 func countLines(out string, subs ...string) int {
 	n := 0

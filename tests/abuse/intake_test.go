@@ -258,6 +258,7 @@ func TestConnectionsMax(t *testing.T) {
 	const limit, n = 50, 300
 	s := start(t, 0, "IGGY_MESSAGE_BUS_CONNECTIONS_MAX=50", "IGGY_MESSAGE_BUS_UNAUTHENTICATED_PER_ADDRESS_MAX=0",
 		"IGGY_MESSAGE_BUS_UNAUTHENTICATED_IDLE_TIMEOUT=60 s")
+	warmLogin(t, s) // the fresh client's login then costs no Argon2: its latency is the node's
 	var flood conns
 	defer flood.closeAll()
 	start := time.Now()
@@ -494,6 +495,7 @@ func TestAcceptBackoffOnEMFILE(t *testing.T) {
 func TestUnauthenticatedPerAddress(t *testing.T) {
 	const quota, n = 32, 200
 	s := start(t, 0, "IGGY_MESSAGE_BUS_UNAUTHENTICATED_PER_ADDRESS_MAX=32", "IGGY_MESSAGE_BUS_UNAUTHENTICATED_IDLE_TIMEOUT=60 s")
+	warmLogin(t, s)
 	var flood conns
 	defer flood.closeAll()
 	var list []net.Conn
@@ -536,8 +538,8 @@ func TestUnauthenticatedPerAddress(t *testing.T) {
 		{"login succeeded", `"user": "iggy"`, `"addr": "127.0.0.1:`},
 		{"connection closed", `"addr": "127.0.0.1:`, `"duration":`, `"user_id": 0`},
 	} {
-		if awaitLines(s, 5*time.Second, 1, want...) != 1 {
-			t.Errorf("want one line with %q", want)
+		if awaitLines(s, 5*time.Second, 2, want...) < 2 { // the warm-up's and the legitimate client's
+			t.Errorf("want two lines with %q", want)
 		}
 	}
 }
