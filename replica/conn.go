@@ -83,7 +83,8 @@ type conn struct {
 	// that revoked them (a CLI deleting the token it logged in with).
 	busy           atomic.Bool
 	revokedSession atomic.Bool
-	rr             uint32 // group polls without a partition: round robin over owned partitions
+	rr             uint32   // group polls without a partition: round robin over owned partitions
+	lp             connWait // long polling (conn_wait.go)
 }
 
 // newConn prepares a connection handed over by transport (its name and

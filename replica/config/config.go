@@ -35,6 +35,7 @@ type Config struct {
 	Partition           PartitionConfig           `toml:"partition"`
 	MessageBus          MessageBusConfig          `toml:"message_bus"`
 	Login               LoginConfig               `toml:"login"`
+	LongPoll            LongPollConfig            `toml:"long_poll"`
 	Node                NodeConfig                `toml:"node"`
 }
 
@@ -454,6 +455,20 @@ type LoginThrottleConfig struct {
 	UserInterval    Duration `toml:"user_interval"`
 	DelayMax        Duration `toml:"delay_max"`
 	EntriesMax      int      `toml:"entries_max"`
+}
+
+// LongPollConfig bounds polls that wait for messages (iggo's wait
+// extension of POLL_MESSAGES; Iggy has no such keys).
+type LongPollConfig struct {
+	// MaxWait is the longest a poll is held; a longer wait asked for is
+	// cut to it.
+	MaxWait Duration `toml:"max_wait"`
+	// WaitersMax is the most polls waiting on the node at once; 0 turns
+	// long polling off (a wait is refused with FeatureUnavailable).
+	WaitersMax int `toml:"waiters_max"`
+	// WaitersPerConnection is the most waiting polls of one connection
+	// (an HTTP session's requests count together).
+	WaitersPerConnection int `toml:"waiters_per_connection"`
 }
 
 type NodeConfig struct {

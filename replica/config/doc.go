@@ -20,15 +20,16 @@
 // only their default value. TestEveryKeyHonouredOrRefused proves it: it
 // walks every key of the schema and fails for one whose field no non-test
 // code outside this package reads (found by type-checking the module) and
-// that is not refused. iggo adds keys of its own, among them
-// sharding.batch_max, runtime.gc_percent (the Go collector's GOGC target),
+// that is not refused. iggo adds keys of its own: sharding.batch_max,
+// runtime.gc_percent (the Go collector's GOGC target),
 // cluster.nodes[].ports.gossip (the memberlist port; unset, tcp_replica +
 // GossipPortOffset), http.metrics.open_address (the metrics endpoint
-// without authentication on a separate listener), the client-intake
-// limits under [message_bus] (descriptors_reserved, unauthenticated_*,
-// inflight_bytes_max, frame_*_timeout), logging.client_events_per_second
-// and the [login] table (password verifications at once, the failed-login
-// throttle).
+// without authentication on a separate listener), the [long_poll] table
+// (max_wait, waiters_max, waiters_per_connection: polls that wait for
+// messages), the client-intake limits under [message_bus]
+// (descriptors_reserved, unauthenticated_*, inflight_bytes_max,
+// frame_*_timeout), logging.client_events_per_second and the [login] table
+// (password verifications at once, the failed-login throttle).
 //
 // # Loading
 //
