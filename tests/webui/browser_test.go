@@ -136,10 +136,10 @@ func eval[T any](b *browser, expr string) T {
 }
 
 // waitJS waits until expr is true. It asks every 100 ms (a page that
-// navigates in between is asked again), for up to a minute.
+// navigates in between is asked again), for up to 90 s.
 func (b *browser) waitJS(expr string) {
 	b.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)

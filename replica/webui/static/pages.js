@@ -153,16 +153,17 @@
           conns = Object.keys(s.connections || {}).filter(k => s.connections[k]).map(k => k + ' ' + s.connections[k]).join(', ') || '0';
         }
         const health = el('span', { class: 'badge ' + (n.status === 'healthy' ? 'ok' : 'bad') }, n.status);
-        const unknown = f.error ? el('span', { class: 'muted', title: f.error }, 'n/a') : '…';
+        // A node whose figures could not be read: why, on hover.
+        const unknown = () => f.error ? el('span', { class: 'muted', title: f.error }, 'n/a') : '…';
         return el('tr', { dataset: { node: n.name, status: n.status, role: n.role } },
           td(el('strong', null, n.name)),
           td(n.role === 'leader' ? el('span', { class: 'badge lead' }, 'leader') : n.role),
           td(health),
           td(addr(n.ip, n.endpoints.tcp)), td(addr(n.ip, n.endpoints.quic)), td(addr(n.ip, n.endpoints.http)), td(addr(n.ip, n.endpoints.websocket)),
-          td(s ? s.version : unknown),
-          td(s ? I.rate(rin) : unknown), td(s ? I.rate(rout) : unknown),
-          td(s ? (bin === null ? '—' : I.bytes(bin) + '/s') : unknown), td(s ? (bout === null ? '—' : I.bytes(bout) + '/s') : unknown),
-          td(s ? conns : unknown));
+          td(s ? s.version : unknown()),
+          td(s ? I.rate(rin) : unknown()), td(s ? I.rate(rout) : unknown()),
+          td(s ? (bin === null ? '—' : I.bytes(bin) + '/s') : unknown()), td(s ? (bout === null ? '—' : I.bytes(bout) + '/s') : unknown()),
+          td(s ? conns : unknown()));
       });
       fill(tbody, rows);
       cards.appendChild(card('Messages in/s (all nodes)', I.rate(inTotal)));
@@ -311,6 +312,7 @@
         fill($('#partitions tbody'), [emptyRow(7, e.message, 'error')]);
         return;
       }
+      api('GET', '/streams/' + enc(sid), undefined, { quiet: true }).then(st => { $('#crumb-stream').textContent = st.name; }).catch(() => { /* the id stays */ });
       $('#topic-title').textContent = topic.name + ' (#' + topic.id + ')';
       $('#crumb-topic').textContent = topic.name;
       $('#groups-link').setAttribute('href', link('/groups?stream=' + enc(sid) + '&topic=' + topic.id));
@@ -702,7 +704,7 @@
       messages: new C.LineChart($('#chart-messages'), [{ name: 'in', color: '#2f7de1' }, { name: 'out', color: '#e0803a' }], { format: perSec }),
       bytes: new C.LineChart($('#chart-bytes'), [{ name: 'in', color: '#2f7de1' }, { name: 'out', color: '#e0803a' }], { format: bps }),
       latency: new C.LineChart($('#chart-latency'), [{ name: 'p50', color: '#3aa675' }, { name: 'p90', color: '#d9a400' }, { name: 'p99', color: '#d6453d' }], { format: C.seconds }),
-      conns: new C.LineChart($('#chart-conns'), [{ name: 'tcp', color: '#2f7de1' }, { name: 'http', color: '#8a58c9' }, { name: 'quic', color: '#3aa675' }, { name: 'websocket', color: '#e0803a' }], { format: v => v.toFixed(0) }),
+      conns: new C.LineChart($('#chart-conns'), [{ name: 'tcp', color: '#2f7de1' }, { name: 'http', color: '#8a58c9' }, { name: 'quic', color: '#3aa675' }, { name: 'websocket', color: '#e0803a' }], { format: v => (Number.isInteger(v) ? String(v) : v.toFixed(1)) }),
     };
     let prev = null;
     async function sample() {
