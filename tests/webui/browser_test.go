@@ -191,7 +191,9 @@ func (b *browser) login(base, user, password string) {
 }
 
 // flash is the text of the page's message line.
-func (b *browser) flash() string { return eval[string](b, `document.querySelector('#flash').innerText`) }
+func (b *browser) flash() string {
+	return eval[string](b, `document.querySelector('#flash').innerText`)
+}
 
 // waitFlash waits for a message containing want.
 func (b *browser) waitFlash(want string) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/iggo/iggo/tests/harness"
 )
 
 // TestConsoleStreamsTopicsMessages logs in through the form, creates a
@@ -136,4 +138,22 @@ func TestConsoleStreamsTopicsMessages(t *testing.T) {
 	b.waitJS(`location.pathname === '/ui/login'`)
 	b.run(chromedp.Navigate(base + "/ui/streams"))
 	b.waitJS(`location.pathname === '/ui/login'`)
+}
+
+// TestConsoleOffByDefault: without http.web_ui the API answers /ui as an
+// unknown route, and the API itself is unchanged.
+func TestConsoleOffByDefault(t *testing.T) {
+	s := harness.Start(t, harness.Options{DefaultRoot: true})
+	for _, p := range []string{"/ui", "/ui/", "/ui/static/app.js", "/ui/api/summary"} {
+		res, err := http.Get(s.HTTPURL() + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Fatalf("GET %s with web_ui off: %d, want 404", p, res.StatusCode)
+		}
+	}
+	var streams []any
+	call(t, rootHTTP(t, s), http.MethodGet, "/streams", nil, &streams)
 }

@@ -47,7 +47,9 @@ func TestConsumerGroupLag(t *testing.T) {
 		t.Fatalf("group row %q", row)
 	}
 	b.run(click(`#groups tbody tr[data-group] button.ghost`))
-	lagOf := func(p uint32) string { return fmt.Sprintf(`document.querySelector('#lag tbody tr[data-partition="%d"]')?.dataset.lag`, p) }
+	lagOf := func(p uint32) string {
+		return fmt.Sprintf(`document.querySelector('#lag tbody tr[data-partition="%d"]')?.dataset.lag`, p)
+	}
 	b.waitJS(lagOf(p0) + ` === '10' && ` + lagOf(p1) + ` === '10'`)
 	members := b.text(`#members tbody`)
 	if !contains(members, fmt.Sprint(p0), fmt.Sprint(p1)) {
