@@ -197,9 +197,15 @@ func (c *Console) static(w http.ResponseWriter, r *http.Request, name string) {
 	securityHeaders(h)
 	h.Set("Content-Type", a.ctype)
 	h.Set("ETag", a.etag)
-	// Asset URLs carry the build's digest: a new build asks for new URLs,
-	// so an asset may be cached, but it is revalidated to be safe.
-	h.Set("Cache-Control", "no-cache")
+	// The pages ask for assets with the build's digest (?v=): a new build
+	// asks for new URLs, so those answers never change and are cached for
+	// good. Any other URL of an asset is revalidated. (Only code is cached;
+	// the data is fetched afresh by every page.)
+	if r.URL.Query().Get("v") == c.assetVersion {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "no-cache")
+	}
 	if match := r.Header.Get("If-None-Match"); match == a.etag {
 		w.WriteHeader(http.StatusNotModified)
 		return

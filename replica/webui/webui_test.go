@@ -230,8 +230,15 @@ func TestPagesAndAssets(t *testing.T) {
 	r.Header.Set("If-None-Match", etag)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
-	if rec.Code != http.StatusNotModified || rec.Body.Len() != 0 {
-		t.Fatalf("revalidation: %d, %d bytes", rec.Code, rec.Body.Len())
+	if rec.Code != http.StatusNotModified || rec.Body.Len() != 0 || w.Header().Get("Cache-Control") != "no-cache" {
+		t.Fatalf("revalidation: %d, %d bytes, %q", rec.Code, rec.Body.Len(), w.Header().Get("Cache-Control"))
+	}
+	// The URL a page uses (with this build's digest) is cached for good.
+	page := get(t, h, "GET", "/ui/", "").Body.String()
+	i := strings.Index(page, "/ui/static/app.js?v=")
+	versioned := page[i : i+len("/ui/static/app.js?v=")+12]
+	if w := get(t, h, "GET", versioned, ""); w.Code != 200 || !strings.Contains(w.Header().Get("Cache-Control"), "immutable") {
+		t.Fatalf("%s: %d %q", versioned, w.Code, w.Header().Get("Cache-Control"))
 	}
 	if w := get(t, h, "GET", "/ui/static/missing.js", ""); w.Code != 404 {
 		t.Fatalf("missing asset: %d", w.Code)

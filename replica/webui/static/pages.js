@@ -169,6 +169,7 @@
       cards.appendChild(card('Messages in/s (all nodes)', I.rate(inTotal)));
       cards.appendChild(card('Connections (all nodes)', I.num(connTotal)));
       stamp('#updated');
+      I.rendered();
     }
     async function stats() {
       const box = $('#stats');
@@ -217,6 +218,7 @@
       try {
         const list = await api('GET', '/streams');
         fill(tbody, list.length ? list.map(s => streamRow(s, load)) : [emptyRow(7, 'No streams yet.')]);
+        I.rendered();
       } catch (e) {
         if (e.status !== 403) {
           fill(tbody, [emptyRow(7, e.message, 'error')]);
@@ -274,6 +276,7 @@
             if (!await I.confirm('Delete topic ' + t.name + '?', 'The topic, its ' + t.partitions_count + ' partitions and their messages are deleted.', 'Delete')) return;
             await action(null, () => api('DELETE', base + t.id), 'Topic ' + t.name + ' deleted', load);
           }))))) : [emptyRow(11, 'No topics yet.')]);
+      I.rendered();
     }
     $('#refresh').addEventListener('click', load);
     onSubmit('#create-topic', (f, d) => {
@@ -325,6 +328,7 @@
       fill($('#options tbody'), keys.map(k => el('tr', null, td(k), td(topic.options[k].value), td(topic.options[k].explicit ? 'set' : 'default'))));
       page = Math.min(page, Math.max(0, Math.ceil(topic.partitions.length / PAGE) - 1));
       partitions();
+      I.rendered();
       const f = $('#update-topic');
       f.elements.name.value = topic.name;
       f.elements.compression_algorithm.value = topic.compression_algorithm;
@@ -428,6 +432,7 @@
       $('#m-info').textContent = 'Current offset of the partition: ' + I.num(result.current_offset) + '. ' + msgs.length + ' message' + (msgs.length === 1 ? '' : 's') + ' shown (asked for ' + asked.count + ' from ' + asked.kind + (asked.kind === 'offset' || asked.kind === 'timestamp' ? ' ' + asked.value : '') + ').';
       $('#m-older').disabled = !(msgs.length && first > 0);
       $('#m-newer').disabled = !(msgs.length ? last < result.current_offset : asked.kind === 'offset' && Number(asked.value) <= result.current_offset);
+      I.rendered();
     }
     function timestampValue(v) {
       if (/^\d+$/.test(v)) return v;
@@ -582,6 +587,7 @@
       }));
       pager($('#lag-pager'), page, PAGE, topic.partitions.length, p => { page = p; lag(); });
       stamp('#group-updated');
+      I.rendered();
     }
     function openGroup() {
       clearInterval(timer);
@@ -650,6 +656,7 @@
         const l = await api('GET', '/users');
         fill($('#users tbody'), l.map(u => el('tr', { dataset: { user: u.id } }, td(u.id), td(u.username), td(u.status), td(I.time(u.created_at)),
           td(button('Permissions', 'ghost', () => open(u.id))))));
+        I.rendered();
       } catch (e) {
         fill($('#users tbody'), [emptyRow(5, e.message, 'error')]);
       }
@@ -728,6 +735,7 @@
       charts.conns.push(t, ['tcp', 'http', 'quic', 'websocket'].map(k => c[k] || 0));
       prev = s;
       stamp('#updated');
+      I.rendered();
     }
     sample();
     setInterval(sample, 1000);
