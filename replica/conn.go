@@ -58,13 +58,24 @@ type conn struct {
 	client  wire.Uint128
 	session uint64
 	userID  uint32
+	// token is the hash of the personal access token the session was opened
+	// with (byToken), recorded before the Register is submitted so that its
+	// deletion ends the session even while the login is in flight.
+	token   metadata.TokenHash
+	byToken bool
 
 	audit   *audit.Client
 	reqBody []byte // body of the request being served (for denial lines)
 
 	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
 	ended  atomic.Bool
-	rr     uint32 // group polls without a partition: round robin over owned partitions
+	// busy is set while a request is served; revokedSession once the session's
+	// credentials are gone (endRevoked): an idle connection closes at once,
+	// a busy one right after its reply, which may answer the very request
+	// that revoked them (a CLI deleting the token it logged in with).
+	busy           atomic.Bool
+	revokedSession atomic.Bool
+	rr             uint32 // group polls without a partition: round robin over owned partitions
 }
 
 func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
@@ -114,10 +125,12 @@ func (c *conn) serve() {
 		if cap(frame) > cap(c.rbuf) {
 			c.rbuf = frame[:wire.HeaderSize]
 		}
+		c.busy.Store(true)
 		start := time.Now()
 		ok := c.handle(frame)
 		c.n.metrics.ObserveRequest(c.transport, frame, time.Since(start))
-		if !ok {
+		c.busy.Store(false)
+		if !ok || c.revokedSession.Load() {
 			return
 		}
 		if cap(c.rbuf) > frameBufferKeep {
@@ -181,11 +194,15 @@ func (c *conn) handle(frame []byte) bool {
 		return c.logout(&h)
 	}
 	c.mu.Lock()
-	bound, session := c.bound, c.session
+	bound, session, client := c.bound, c.session, c.client
 	c.mu.Unlock()
 	switch {
 	case !bound || h.Session == 0:
 		return c.evict(&h, wire.EvictNoSession)
+	case h.Client != client:
+		// Another client id than this connection's session: a request must
+		// not act under a session it did not open.
+		return c.evict(&h, wire.EvictSessionError)
 	case h.Request == 0:
 		return c.evict(&h, wire.EvictInvalidRequestBody)
 	case h.Session < session:
@@ -360,6 +377,7 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 			return c.evict(h, wire.EvictUserInactive)
 		}
 	}
+	byPassword := u
 	if u == nil && reg.Token != nil {
 		u, code = view.AuthenticateToken(reg.Token.Token, nowMicros())
 		switch {
@@ -372,14 +390,28 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 	if u == nil {
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
-	return c.register(h, u.ID, bound, client)
+	var tok *metadata.TokenHash
+	if u != byPassword {
+		th := metadata.HashToken(reg.Token.Token)
+		tok = &th
+	}
+	return c.register(h, u.ID, tok, bound, client)
 }
 
 // register binds this connection to a new session of an authenticated user
-// (the Register operation of the metadata group) and answers the login;
-// bound and client describe the session the connection held before.
-func (c *conn) register(h *wire.RequestHeader, uid uint32, bound bool, client wire.Uint128) bool {
+// (the Register operation of the metadata group; tok: the personal access
+// token it logged in with, whose deletion ends the session) and answers
+// the login; bound and client describe the session the connection held
+// before.
+func (c *conn) register(h *wire.RequestHeader, uid uint32, tok *metadata.TokenHash, bound bool, client wire.Uint128) bool {
 	body5 := []byte{registerUser, 0, 0, 0, 0}
+	var th metadata.TokenHash
+	if tok != nil {
+		th = *tok
+		body5[0] = registerToken
+		body5 = append(body5, th[:]...)
+	}
+	c.setLoginToken(th, tok != nil)
 	binary.LittleEndian.PutUint32(body5[1:], uid)
 	c.t.kind = tkMeta
 	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: uid, Body: body5}
@@ -400,6 +432,8 @@ func (c *conn) register(h *wire.RequestHeader, uid uint32, bound bool, client wi
 	case 0:
 	case uint32(wire.CodeUserInactive):
 		return c.evict(h, wire.EvictUserInactive)
+	case uint32(wire.CodeInvalidPersonalAccessToken):
+		return c.evict(h, wire.EvictInvalidToken)
 	default:
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
@@ -410,6 +444,9 @@ func (c *conn) register(h *wire.RequestHeader, uid uint32, bound bool, client wi
 	c.bound, c.client, c.session, c.userID = true, h.Client, c.t.op, uid
 	c.mu.Unlock()
 	c.member.Store(false)
+	if c.revoked() {
+		return false
+	}
 	return c.loginReply(h, uid, c.t.op)
 }
 
@@ -423,6 +460,7 @@ func (c *conn) logout(h *wire.RequestHeader) bool {
 	bound, client := c.bound, c.client
 	c.bound, c.session, c.userID = false, 0, 0
 	c.client = wire.Uint128{}
+	c.token, c.byToken = metadata.TokenHash{}, false
 	c.mu.Unlock()
 	c.member.Store(false)
 	if bound {

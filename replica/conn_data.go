@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 
+	"go.uber.org/zap"
+
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/vsr"
@@ -67,10 +69,10 @@ func consumerKey(tp *metadata.Topic, cons wire.Consumer) (offsetKey, *metadata.C
 func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 	req, err := wire.DecodeSendMessages(body)
 	if err != nil {
-		return c.status(h, errCode(err))
+		return c.refuseBody(h, "send_messages body", err)
 	}
 	if err := req.Batch.CheckDenseDeltas(); err != nil {
-		return c.status(h, errCode(err))
+		return c.refuseBody(h, "send_messages body", err)
 	}
 	view := c.n.store.View()
 	st, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
@@ -133,6 +135,32 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 	return c.okPayload(h, conf)
 }
 
+// Names of the message limits in refusal log lines.
+const (
+	limitPayloadEmpty   = "message payload_length >= 1"
+	limitPayloadMax     = "message payload_length <= 64000000 (Iggy MAX_PAYLOAD_SIZE)"
+	limitUserHeadersMax = "message user_headers_length <= 100000 (Iggy MAX_USER_HEADERS_SIZE)"
+)
+
+// refuseBody answers a request whose body did not decode with the Iggy
+// code the decoder gave (InvalidCommand when none) and logs it,
+// rate-limited per limit, under the limit it broke (what, for a
+// malformed body).
+func (c *conn) refuseBody(h *wire.RequestHeader, what string, err error) bool {
+	code := errCode(err)
+	limit := what
+	switch code {
+	case wire.CodeInvalidMessagePayloadLength:
+		limit = limitPayloadEmpty
+	case wire.CodeTooBigMessagePayload:
+		limit = limitPayloadMax
+	case wire.CodeTooBigUserHeaders:
+		limit = limitUserHeadersMax
+	}
+	c.n.limitLog.Refused(limit, c.addr, zap.Stringer("code", code), zap.Uint32("client", c.id), zap.Error(err))
+	return c.status(h, code)
+}
+
 // partitionStatus is the status-field code of a partition-plane answer.
 func (c *conn) partitionStatus() wire.Code {
 	switch {
@@ -184,7 +212,7 @@ func (c *conn) offsetTarget(cons wire.Consumer, sid, tid wire.Identifier, part w
 func (c *conn) storeOffset(h *wire.RequestHeader, body []byte) bool {
 	var req wire.StoreConsumerOffset
 	if err := req.DecodeBody(body); err != nil {
-		return c.status(h, errCode(err))
+		return c.refuseBody(h, "store_consumer_offset body", err)
 	}
 	tg, key, code := c.offsetTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition, true)
 	if code != 0 {
@@ -206,7 +234,7 @@ func (c *conn) storeOffset(h *wire.RequestHeader, body []byte) bool {
 func (c *conn) deleteOffset(h *wire.RequestHeader, body []byte) bool {
 	var req wire.DeleteConsumerOffset
 	if err := req.DecodeBody(body); err != nil {
-		return c.status(h, errCode(err))
+		return c.refuseBody(h, "delete_consumer_offset body", err)
 	}
 	tg, key, code := c.offsetTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition, true)
 	if code != 0 {
@@ -253,7 +281,9 @@ func (c *conn) emptyPoll(h *wire.RequestHeader, partition uint32, current uint64
 func (c *conn) poll(h *wire.RequestHeader, body []byte) bool {
 	var req wire.PollMessages
 	if err := req.DecodeBody(body); err != nil {
-		return c.emptyPoll(h, 0, 0)
+		// Iggy answers an empty poll here, which a consumer reads as the
+		// end of the partition; the status says what is wrong instead.
+		return c.refuseBody(h, "poll_messages body", err)
 	}
 	view := c.n.store.View()
 	st, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)

@@ -93,7 +93,7 @@ func (c *conn) nonReplicated(h *wire.RequestHeader, body []byte) bool {
 	}
 	req, err := wire.DecodeRequestBody(code, body)
 	if err != nil {
-		return c.status(h, errCode(err))
+		return c.refuseBody(h, "request body", err)
 	}
 	view := c.n.store.View()
 	uid := c.user()
@@ -360,6 +360,66 @@ func (r *clientRegistry) list() []*conn {
 	return out
 }
 
+// setLoginToken records the token a login in flight uses (byToken), or
+// that it uses none, so a token's deletion ends the sessions opened with it
+// (see endTokenSessions).
+func (c *conn) setLoginToken(h metadata.TokenHash, byToken bool) {
+	c.mu.Lock()
+	c.token, c.byToken = h, byToken
+	c.mu.Unlock()
+}
+
+// revoked reports whether this connection's session lost its credentials
+// while its login was committing: the user deleted or deactivated, or the
+// token it logged in with deleted. It runs after the session is bound, so
+// with endUserSessions and endTokenSessions (which run after the view that
+// removed the credentials is published) every such session ends.
+func (c *conn) revoked() bool {
+	c.mu.Lock()
+	uid, tok, byToken := c.userID, c.token, c.byToken
+	c.mu.Unlock()
+	view := c.n.store.View()
+	u := view.User(uid)
+	gone := u == nil || u.Status != metadata.UserActive
+	if !gone && byToken {
+		owner, _, ok := view.TokenByHash(tok)
+		gone = !ok || owner.ID != uid
+	}
+	if gone {
+		c.log.Info("session ended: its credentials were revoked while it logged in")
+	}
+	return gone
+}
+
+// endRevoked ends a connection whose session lost its credentials: at once
+// when no request is in flight, else after that request's reply (the
+// serve loop checks revoked after clearing busy; this sets it before
+// reading busy, so one of the two always closes it).
+func (c *conn) endRevoked() {
+	c.revokedSession.Store(true)
+	if c.busy.Load() {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Now())
+	_ = c.nc.Close()
+}
+
+// endTokenSessions closes the connections whose session was opened (or is
+// being opened) with the personal access token h, once it is deleted or
+// expired: a session lasts only as long as the credential it was opened
+// with.
+func (r *clientRegistry) endTokenSessions(h metadata.TokenHash) {
+	for _, c := range r.list() {
+		c.mu.Lock()
+		hit := c.byToken && c.token == h
+		c.mu.Unlock()
+		if hit {
+			c.log.Info("session ended: its personal access token was deleted")
+			c.endRevoked()
+		}
+	}
+}
+
 // endUserSessions closes the connections of a deleted or deactivated user.
 func (r *clientRegistry) endUserSessions(user uint32) {
 	for _, c := range r.list() {
@@ -367,8 +427,7 @@ func (r *clientRegistry) endUserSessions(user uint32) {
 		hit := c.bound && c.userID == user
 		c.mu.Unlock()
 		if hit {
-			_ = c.nc.SetReadDeadline(time.Now())
-			_ = c.nc.Close()
+			c.endRevoked()
 		}
 	}
 }

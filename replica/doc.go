@@ -360,8 +360,11 @@
 //
 // # Prepare bodies
 //
-// Metadata group: Register (operation 1) [kind u8: 1 user, 2 the node's
-// system session][user_id u32]; every other op is metadata.EncodeOp.
+// Metadata group: Register (operation 1) [kind u8: 1 password login, 2 the
+// node's system session, 3 token login][user_id u32], then for kind 3 the
+// 32-byte SHA-256 of the token (the commit refuses the session when the
+// user, or the token, is gone: 42/45/53 in the reply); every other op is
+// metadata.EncodeOp.
 // Replies are [code u32] then, for a successful create, the record
 // (stream, topic, group, user) in its wire encoding.
 //

@@ -208,7 +208,7 @@ func (s *LocalSession) registerLocked(ctx context.Context) error {
 		h.Size = uint32(len(frame))
 		h.Put(frame)
 		capOf(c).buf = capOf(c).buf[:0]
-		if !c.register(&h, s.user, false, wire.Uint128{}) {
+		if !c.register(&h, s.user, nil, false, wire.Uint128{}) {
 			return false, nil, ErrSessionClosed
 		}
 		return true, capOf(c).buf, nil

@@ -17,12 +17,17 @@ import (
 	"github.com/iggo/iggo/wire"
 )
 
-// Register prepare body: [kind u8][user_id u32]; kind 1 is a client login
-// (the user was authenticated by the connection's shard before the request
-// was submitted), kind 2 the node's own system session.
+// Register prepare body: [kind u8][user_id u32], then for kind 3 the
+// 32-byte SHA-256 of the personal access token used. Kind 1 is a password
+// login and kind 3 a token login (the connection's shard authenticated the
+// user before submitting the request; the commit checks again that the
+// user, and for kind 3 its token, still exist: a deletion committed in
+// between refuses the session everywhere alike), kind 2 the node's own
+// system session.
 const (
 	registerUser   = 1
 	registerSystem = 2
+	registerToken  = 3
 )
 
 // systemClient is the session id the node uses for its own metadata
@@ -71,14 +76,21 @@ func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 	if h.Operation() == vsr.OperationRegister {
 		// A checkpoint may follow this op: the state must name it.
 		m.store.Advance(h.Op())
-		if len(body) == 5 && body[0] == registerUser {
+		if (len(body) == 5 && body[0] == registerUser) || (len(body) == 37 && body[0] == registerToken) {
+			view := m.store.View()
 			uid := binary.LittleEndian.Uint32(body[1:])
-			u := m.store.View().User(uid)
+			u := view.User(uid)
 			switch {
 			case u == nil:
 				return codeReply(uint32(wire.CodeInvalidCredentials))
 			case u.Status != metadata.UserActive:
 				return codeReply(uint32(wire.CodeUserInactive))
+			}
+			if body[0] == registerToken {
+				owner, pat, ok := view.TokenByHash(metadata.TokenHash(body[5:37]))
+				if !ok || owner.ID != uid || pat.Expired(h.Timestamp()) {
+					return codeReply(uint32(wire.CodeInvalidPersonalAccessToken))
+				}
 			}
 		}
 		return codeReply(0)

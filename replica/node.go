@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,8 +24,10 @@ import (
 	"github.com/iggo/iggo/replica/audit"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/datadir"
+	"github.com/iggo/iggo/replica/fdbudget"
 	"github.com/iggo/iggo/replica/gossip"
 	"github.com/iggo/iggo/replica/httpapi"
+	"github.com/iggo/iggo/replica/limitlog"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/plane"
@@ -137,6 +140,12 @@ type Node struct {
 	// the frame limit (header and 16-byte prefix included).
 	pollBufferMax int
 	admit         metadata.AdmitConfig
+	// limitLog logs refused over-limit input, one line per limit per
+	// interval.
+	limitLog *limitlog.Logger
+	// partSlots is how many partitions the descriptor budget lets the node
+	// hold open (0: unlimited); openParts how many are open (pending.go).
+	partSlots, openParts atomic.Int64
 
 	dirLock *datadir.Lock
 	ln      net.Listener
@@ -222,12 +231,36 @@ func New(opts Options) (*Node, error) {
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
+	n.limitLog = limitlog.New(n.log, limitlog.DefaultInterval)
 	n.metrics = metrics.New(n)
 	return n, nil
 }
 
 // Metrics returns the node's Prometheus instruments.
 func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
+
+// partitionBudget sets the node-wide partition cap this node admits
+// creations under (package fdbudget): metadata.partitions_max, lowered to
+// what the descriptor limit can hold next to client sockets and the
+// replica plane.
+func (n *Node) partitionBudget() error {
+	limit, err := fdbudget.Limit()
+	if err != nil {
+		return err
+	}
+	peers := 0
+	if n.clustered() {
+		peers = len(n.cfg.Cluster.Nodes) - 1
+	}
+	b := fdbudget.Split(fdbudget.Inputs{Limit: limit, ConnectionsMax: n.cfg.MessageBus.ConnectionsMax, Peers: peers,
+		HandshakesMax: n.cfg.MessageBus.ReplicaHandshakesMax, HandshakesPerAddress: n.cfg.MessageBus.ReplicaHandshakesPerAddress,
+		PartitionsMax: uint64(max(n.cfg.Metadata.PartitionsMax, 0))})
+	n.admit.PartitionsMax = uint32(min(b.Cap, math.MaxUint32))
+	n.partSlots.Store(int64(max(b.Partitions/fdbudget.PerPartition, 1)))
+	n.log.Info("node-wide partition cap", zap.Uint64("partitions_max", b.Cap), zap.Bool("from_descriptor_limit", b.FromDescriptors),
+		zap.String("budget", b.String()))
+	return nil
+}
 
 // Log returns the node's logger.
 func (n *Node) Log() *zap.Logger { return n.log }
@@ -252,6 +285,9 @@ func (n *Node) Start() (err error) {
 	n.incarnation = uint64(n.started.UnixMicro())
 	// Consumer-group joins record where the member's connection lives.
 	n.admit.Node, n.admit.Boot = uint8(n.opts.ReplicaID), n.incarnation
+	if err := n.partitionBudget(); err != nil {
+		return err
+	}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
 	n.seed = binary.LittleEndian.Uint64(seed[:])
@@ -636,6 +672,10 @@ func (n *Node) bootPartitions() error {
 			sh := n.shards[i]
 			for _, spec := range specs {
 				p, err := sh.openPartition(spec)
+				if err != nil && openShortOfResources(err) {
+					sh.deferOpen(spec, err, true)
+					continue
+				}
 				if err != nil {
 					errs[i] = err
 					return
@@ -791,6 +831,8 @@ func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metad
 			}
 		case metadata.EffectUserDeleted, metadata.EffectUserDeactivated:
 			n.clients.endUserSessions(e.User)
+		case metadata.EffectTokenDeleted:
+			n.clients.endTokenSessions(e.Token)
 		}
 	}
 }

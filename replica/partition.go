@@ -157,8 +157,16 @@ var errPartitionDamaged = errors.New("replica: partition storage damaged")
 // opened empty as a rejoining replica (no vote until caught up), which
 // refills it from its peers by state transfer and journal repair; a single
 // node has no peer to refill from and refuses to boot instead.
-func (sh *shardLoop) openPartition(spec partitionSpec) (*partition, error) {
-	p, err := sh.openPartitionOnce(spec)
+func (sh *shardLoop) openPartition(spec partitionSpec) (p *partition, err error) {
+	if !sh.n.reservePartitionSlot() {
+		return nil, errDescriptorBudget
+	}
+	defer func() {
+		if err != nil {
+			sh.n.releasePartitionSlot()
+		}
+	}()
+	p, err = sh.openPartitionOnce(spec)
 	if err == nil || sh.n.replicaCount == 1 || !storageDamaged(err) {
 		return p, err
 	}

@@ -122,6 +122,12 @@ type shardLoop struct {
 	// writebackBytes is partition.segment_writeback_bytes: segment bytes
 	// between writeback hints, 0 for none.
 	writebackBytes uint64
+
+	// ticks counts consensus ticks; pending holds the partitions waiting
+	// to be opened again (pending.go).
+	ticks      uint64
+	pending    map[shard.Namespace]*pendingOpen
+	pendingDue uint64 // no pending open is due before this tick
 }
 
 type outTask struct {
@@ -497,6 +503,8 @@ func (sh *shardLoop) tick(n uint64) {
 	if sh.meta != nil {
 		sh.meta.tick()
 	}
+	sh.ticks += n
+	sh.retryOpens()
 }
 
 // sendTo queues t on shard i, keeping it in an outbox while that inbox is
@@ -543,7 +551,11 @@ func (sh *shardLoop) dispatch(t *task) {
 	case tkSend, tkStoreOffset, tkDeleteOffset, tkPoll, tkGetOffset, tkDeleteSegments:
 		p := sh.parts[t.ns]
 		if p == nil || p.revision != t.rev {
-			t.failStatus(uint32(wire.CodePartitionNotFound))
+			code := uint32(wire.CodePartitionNotFound)
+			if p == nil && sh.pendingFor(t.ns, t.rev) {
+				code = wireCodeUnavailable // the shard retries opening it
+			}
+			t.failStatus(code)
 			sh.deliverTask(t)
 			return
 		}
@@ -560,14 +572,26 @@ func (sh *shardLoop) dispatch(t *task) {
 			}
 			sh.deletePartition(p)
 		}
-		if _, err := sh.openPartition(t.spec); err != nil {
-			sh.log.Error("opening partition failed", zap.Stringer("partition", t.ns), zap.Error(err))
-		} else {
+		sh.dropPending(t.ns, sh.pendingRevision(t.ns))
+		switch _, err := sh.openPartition(t.spec); {
+		case err == nil:
 			sh.n.registerPartition(sh.parts[t.ns])
+		case openShortOfResources(err):
+			sh.deferOpen(t.spec, err, false)
+		default:
+			sh.log.Error("opening partition failed", zap.Stringer("partition", t.ns), zap.Error(err))
 		}
 	case tkPartDelete:
 		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
 			sh.deletePartition(p)
+		}
+		if sh.pendingFor(t.ns, t.rev) {
+			// Never opened here: its storage goes the way of a deleted one.
+			sh.dropPending(t.ns, t.rev)
+			dir := partitionDir(sh.n.cfg.Path, t.ns.Stream(), t.ns.Topic(), t.ns.Partition())
+			if err := sh.fs.RemoveAll(dir); err != nil {
+				sh.log.Error("removing partition storage failed", zap.String("dir", dir), zap.Error(err))
+			}
 		}
 	case tkPartPurge:
 		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
@@ -605,6 +629,7 @@ func (sh *shardLoop) dispatch(t *task) {
 // files closed and its directory removed.
 func (sh *shardLoop) deletePartition(p *partition) {
 	p.close()
+	sh.n.releasePartitionSlot()
 	delete(sh.parts, p.ns)
 	delete(sh.groups, p.g.id)
 	sh.n.roles.remove(p.g.id)

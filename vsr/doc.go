@@ -195,7 +195,10 @@
 // with StatusEvicted and the reason. A client has one request in flight at a
 // time. When the table is full, registering evicts the session with the oldest
 // last applied op — decided while applying, so every replica evicts the same
-// one. The session table is replicated state: it is saved with every
+// one. A session belongs to the user whose Register opened it (the prepare's
+// user field): a Register for a client id whose session another user owns is
+// answered StatusEvicted / EvictSessionError, on the primary and again at
+// commit, and leaves that session as it was. The session table is replicated state: it is saved with every
 // checkpoint and shipped by state transfer. Without sessions (partition
 // groups, whose Iggy clients reuse one request number for many requests)
 // requests are at-least-once and the replica only routes replies by Token.

@@ -18,6 +18,7 @@ func (c *countingSM) Apply(h *Header, body []byte) []byte {
 // modelSession is the reference the session table is checked against.
 type modelSession struct {
 	session, request, lastOp, replyOp uint64
+	user                              uint32
 }
 
 // TestClientTableModel drives the session table with random registers and
@@ -43,7 +44,16 @@ func TestClientTableModel(t *testing.T) {
 			before := sm.applied
 			if rapid.IntRange(0, 3).Draw(t, "kind") == 0 {
 				h[offPrepOperation] = OperationRegister
+				user := uint32(rapid.IntRange(1, 2).Draw(t, "user"))
+				h.put32(offPrepUser, user)
 				_, st, ev, at := table.apply(&h, nil, sm)
+				if m := model[c]; m != nil && m.user != user {
+					// Another user's session: refused, left as it was.
+					if st != StatusEvicted || ev != EvictSessionError || sm.applied != before+1 {
+						t.Fatalf("register over user %d's session by user %d: %v %v", m.user, user, st, ev)
+					}
+					continue
+				}
 				if st != StatusOK || ev != EvictNone || at != op || sm.applied != before+1 {
 					t.Fatalf("register: %v %v %d", st, ev, at)
 				}
@@ -56,7 +66,7 @@ func TestClientTableModel(t *testing.T) {
 					}
 					delete(model, victim)
 				}
-				model[c] = &modelSession{session: op, lastOp: op, replyOp: op}
+				model[c] = &modelSession{session: op, lastOp: op, replyOp: op, user: user}
 			} else {
 				h[offPrepOperation] = 10
 				m := model[c]
@@ -102,7 +112,7 @@ func TestClientTableModel(t *testing.T) {
 			}
 			for k, m := range model {
 				e := table.m[Checksum{k}]
-				if e == nil || e.session != m.session || e.request != m.request || e.lastOp != m.lastOp {
+				if e == nil || e.session != m.session || e.request != m.request || e.lastOp != m.lastOp || e.user != m.user || !e.owned {
 					t.Fatalf("client %d: table %+v, model %+v", k, e, m)
 				}
 			}
@@ -113,4 +123,41 @@ func TestClientTableModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A table encoded before sessions recorded their owner decodes with every
+// entry unowned: the next Register, by anyone, claims it.
+func TestClientTableLegacyEncoding(t *testing.T) {
+	var b []byte
+	b = append(b, 1, 0, 0, 0) // count 1, no owner flag
+	id := Checksum{7}
+	b = append(b, id[:]...)
+	for _, v := range []uint64{5, 2, 6, 6} { // session, request, last_op, reply_op
+		b = append(b, byte(v), 0, 0, 0, 0, 0, 0, 0)
+	}
+	b = append(b, 1, 0, 0, 0, 'r')
+	table, err := decodeClientTable(b, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := table.m[Checksum{7}]
+	if e == nil || e.owned || e.session != 5 || e.request != 2 || string(e.reply) != "r" {
+		t.Fatalf("legacy entry %+v", e)
+	}
+	var h Header
+	h.putSum(offPrepClient, Checksum{7})
+	h.put64(offPrepOp, 9)
+	h[offPrepOperation] = OperationRegister
+	h.put32(offPrepUser, 3)
+	if _, st, _, _ := table.apply(&h, nil, &countingSM{}); st != StatusOK {
+		t.Fatalf("register over an unowned entry: %v", st)
+	}
+	if e := table.m[Checksum{7}]; !e.owned || e.user != 3 || e.session != 9 {
+		t.Fatalf("claimed entry %+v", e)
+	}
+	// Re-encoded in the current format, with the owner.
+	again, err := decodeClientTable(table.encode(), 4)
+	if err != nil || !again.m[Checksum{7}].owned || again.m[Checksum{7}].user != 3 {
+		t.Fatalf("round trip: %v", err)
+	}
 }

@@ -166,10 +166,14 @@ func ParseBatch(b []byte) (BatchView, error) {
 	return BatchView{b: b}, nil
 }
 
-// VerifyBatch is ParseBatch plus integrity: every frame checksum, the batch
-// checksum and each user-headers block (TLV structure) are verified in a
-// single pass. It does not allocate. A checksum mismatch reports Iggy code
-// 4027 (frame) or 4039 (batch).
+// VerifyBatch is ParseBatch plus admission: every frame checksum, the batch
+// checksum and each user-headers block (TLV structure) are verified, and
+// every message must have a payload of 1..MaxPayloadSize bytes and at most
+// MaxUserHeadersSize bytes of user headers, in a single pass. It does not
+// allocate. A checksum mismatch reports Iggy code 4027 (frame) or 4039
+// (batch); an empty payload 4025 (InvalidMessagePayloadLength), a larger
+// one 4022 (TooBigMessagePayload), oversized headers 4017
+// (TooBigUserHeaders).
 func VerifyBatch(b []byte) (BatchView, error) {
 	if _, err := walkBatch(b, true); err != nil {
 		return BatchView{}, err
@@ -207,6 +211,20 @@ func walkBatch(b []byte, verify bool) (uint64, error) {
 		headers := uint64(binary.LittleEndian.Uint32(f[fhUserHeadersLen:]))
 		if binary.LittleEndian.Uint64(f[fhReserved:]) != 0 {
 			return 0, fieldErr(what, "frame reserved", off+fhReserved, "message %d: must be zero", n)
+		}
+		if verify {
+			// The producer limits (Iggy's MAX_PAYLOAD_SIZE and
+			// MAX_USER_HEADERS_SIZE), refused with the codes its SDKs use.
+			// Only admission checks them: records already stored are read
+			// whatever they hold.
+			switch {
+			case payload == 0:
+				return 0, fieldErrCode(CodeInvalidMessagePayloadLength, what, "payload_length", off+fhPayloadLen, "message %d has an empty payload", n)
+			case payload > MaxPayloadSize:
+				return 0, fieldErrCode(CodeTooBigMessagePayload, what, "payload_length", off+fhPayloadLen, "message %d payload of %d bytes exceeds %d", n, payload, MaxPayloadSize)
+			case headers > MaxUserHeadersSize:
+				return 0, fieldErrCode(CodeTooBigUserHeaders, what, "user_headers_length", off+fhUserHeadersLen, "message %d user headers of %d bytes exceed %d", n, headers, MaxUserHeadersSize)
+			}
 		}
 		size := uint64(FrameHeaderSize) + payload + headers
 		if size > uint64(len(b)-off) {

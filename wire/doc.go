@@ -109,7 +109,9 @@
 // origin_timestamp + timestamp_delta.
 //
 // VerifyBatch validates a batch in place, in one pass and without allocating:
-// layout, every frame checksum, user headers and the batch checksum.
+// layout, every frame checksum, user headers, the batch checksum and the
+// producer limits (payload 1..64,000,000 bytes, user headers at most
+// 100,000 bytes: 4025, 4022, 4017).
 // BatchView.SliceByOffset cuts poll records out of a stored batch without
 // copying frames. FinishFrame and FinishBatch restamp lengths and checksums
 // of frames and records rebuilt in place (the at-rest codec rewrites

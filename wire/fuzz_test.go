@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"reflect"
 	"testing"
 )
@@ -56,11 +57,28 @@ func FuzzBatch(f *testing.F) {
 	good, _ := AppendBatch(nil, []Message{{Payload: []byte("a")}, {Payload: []byte("bc"), UserHeaders: []byte{2, 1, 0, 0, 0, 'k', 9, 1, 0, 0, 0, 7}}})
 	f.Add(good, uint64(0), uint32(5))
 	f.Add(good[:300], uint64(1), uint32(1))
+	// Producer limits: an empty payload, a payload and a user-headers block
+	// declared one byte over Iggy's limits.
+	for _, fld := range []struct {
+		off int
+		v   uint32
+	}{{fhPayloadLen, 0}, {fhPayloadLen, MaxPayloadSize + 1}, {fhUserHeadersLen, MaxUserHeadersSize + 1}} {
+		b := bytes.Clone(good)
+		binary.LittleEndian.PutUint32(b[BatchHeaderSize+fld.off:], fld.v)
+		f.Add(b, uint64(0), uint32(5))
+	}
 	f.Fuzz(func(t *testing.T, b []byte, from uint64, max uint32) {
 		pv, perr := ParseBatch(b)
 		v, err := VerifyBatch(b)
 		if err != nil {
 			requireCoded(t, err)
+		} else {
+			it := v.Frames()
+			for fr, ok := it.Next(); ok; fr, ok = it.Next() {
+				if fr.PayloadLen() == 0 || fr.PayloadLen() > MaxPayloadSize || fr.UserHeadersLen() > MaxUserHeadersSize {
+					t.Fatalf("verified a frame with payload %d, headers %d", fr.PayloadLen(), fr.UserHeadersLen())
+				}
+			}
 		}
 		if perr != nil {
 			requireCoded(t, perr)
@@ -252,6 +270,44 @@ func FuzzPollReply(f *testing.F) {
 		again, _ := p.AppendTo(nil)
 		if !bytes.Equal(again, b) {
 			t.Fatal("round trip")
+		}
+	})
+}
+
+// FuzzPollOffsetBody: the poll and consumer-offset decoders are strict, so
+// whatever they accept is the canonical encoding of what they decoded.
+func FuzzPollOffsetBody(f *testing.F) {
+	codes := []CommandCode{CmdPollMessages, CmdGetConsumerOffset, CmdStoreConsumerOffset, CmdDeleteConsumerOffset}
+	for _, r := range sampleRequests() {
+		for i, c := range codes {
+			if c != r.Code() {
+				continue
+			}
+			body, _ := r.AppendBody(nil)
+			f.Add(byte(i), body)
+			f.Add(byte(i), append(bytes.Clone(body), 0))   // trailing byte
+			f.Add(byte(i), body[:len(body)-1])             // truncated
+			f.Add(byte(i), append([]byte{3}, body[1:]...)) // unknown consumer kind
+			if c == CmdPollMessages && len(body) > 15 {
+				bad := bytes.Clone(body)
+				bad[len(bad)-14] = 9 // unknown strategy kind
+				f.Add(byte(i), bad)
+				bad = bytes.Clone(body)
+				bad[len(bad)-1] = 2 // auto_commit 2
+				f.Add(byte(i), bad)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, pick byte, body []byte) {
+		code := codes[int(pick)%len(codes)]
+		r, err := DecodeRequestBody(code, body)
+		if err != nil {
+			requireCoded(t, err)
+			return
+		}
+		again, err := r.AppendBody(nil)
+		if err != nil || !bytes.Equal(again, body) {
+			t.Fatalf("%v: accepted a non-canonical body (%v)\n got %x\nwant %x", code, err, body, again)
 		}
 	})
 }

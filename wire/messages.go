@@ -129,8 +129,10 @@ func decodeConsumer(d *decoder) Consumer {
 }
 
 // OptionalPartition is the 5-byte [flag u8][partition_id u32]: flag 1 =
-// present; any other flag = absent (the value is then ignored, and encoded
-// as 0).
+// present, flag 0 = absent (the value then 0, as every SDK writes it).
+// Iggy reads any flag other than 1 as absent and ignores the value; this
+// decoder refuses other flags and a non-zero value after flag 0
+// (InvalidCommand), as it does every malformed field.
 type OptionalPartition struct {
 	Set bool
 	ID  uint32
@@ -150,11 +152,30 @@ func (p OptionalPartition) appendTo(e *encoder) {
 
 func decodeOptionalPartition(d *decoder) OptionalPartition {
 	flag := d.u8("partition flag")
+	if d.err == nil && flag > 1 {
+		d.off--
+		d.fail("partition flag", "must be 0 (absent) or 1 (present), got %d", flag)
+		return OptionalPartition{}
+	}
 	id := d.u32("partition id")
 	if flag == 1 {
 		return OptionalPartition{Set: true, ID: id}
 	}
+	if d.err == nil && id != 0 {
+		d.off -= 4
+		d.fail("partition id", "must be 0 when the partition flag is 0, got %d", id)
+	}
 	return OptionalPartition{}
+}
+
+// strictBool reads a boolean byte that must be 0 or 1.
+func strictBool(d *decoder, field string) bool {
+	v := d.u8(field)
+	if d.err == nil && v > 1 {
+		d.off--
+		d.fail(field, "must be 0 or 1, got %d", v)
+	}
+	return v == 1
 }
 
 // Polling strategy kinds.
@@ -315,6 +336,8 @@ func DecodeSendConfirmations(b []byte) (SendConfirmations, error) {
 
 // PollMessages is code 100 (NonReplicated):
 // [consumer][stream_id Id][topic_id Id][OptionalPartition][strategy kind u8][value u64][count u32][auto_commit u8].
+// Decoding is strict: consumer kind 1 or 2, partition flag and auto_commit
+// 0 or 1, strategy kind 1..5, and nothing after auto_commit.
 type PollMessages struct {
 	Consumer   Consumer
 	StreamID   Identifier
@@ -359,7 +382,7 @@ func (r *PollMessages) DecodeBody(b []byte) error {
 	}
 	r.Strategy = PollingStrategy{Kind: kind, Value: d.u64("strategy value")}
 	r.Count = d.u32("count")
-	r.AutoCommit = d.boolean("auto_commit")
+	r.AutoCommit = strictBool(&d, "auto_commit")
 	return d.done()
 }
 

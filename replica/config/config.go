@@ -384,6 +384,13 @@ type MessageBusConfig struct {
 	ClosePeerTimeout      Duration `toml:"close_peer_timeout"`
 	CloseGrace            Duration `toml:"close_grace"`
 	HandshakeGrace        Duration `toml:"handshake_grace"`
+	// Replica-plane admission (iggo keys): an accepted replica connection
+	// must send its hello within ReplicaHelloGrace; at most
+	// ReplicaHandshakesPerAddress wait per source address and
+	// ReplicaHandshakesMax in all from addresses outside the roster.
+	ReplicaHelloGrace           Duration `toml:"replica_hello_grace"`
+	ReplicaHandshakesPerAddress int      `toml:"replica_handshakes_per_address"`
+	ReplicaHandshakesMax        int      `toml:"replica_handshakes_max"`
 	// ConnectionsMax caps open client sockets; nil means half the soft
 	// RLIMIT_NOFILE after the server raises it, 0 means no cap.
 	ConnectionsMax *int `toml:"connections_max,omitempty"`

@@ -41,23 +41,27 @@ func (e *ValidationError) Error() string {
 // Limits the rules below enforce. They are Iggy 0.9.0's, so a file valid
 // for one is valid for the other.
 const (
-	QueueDepthMax            = 127 // a DoViewChange carries one bit per uncommitted op in 128-bit sets
-	JournalSlotsMax          = 1 << 20
-	ClientsTableMin          = 2
-	ClientsTableMax          = 65536
-	InboxCapacityMax         = shard.MaxInboxCapacity
-	RosterMax                = 255
-	SelectorsPerNodeMax      = 16
-	SharedSecretMinBytes     = 32
-	RepairChunkMax           = 1024
-	ViewProbeAttemptsMax     = 100
-	MessageSizeCeiling       = 256 * MiB
-	MessageSizeFloor         = 280 * 1 // a consumer session report must fit in one frame
-	SegmentSizeMax           = 1 * GiB
-	WALBytesMin              = 128*MiB + 8*KiB
-	WALBytesMax              = 4 * GiB
-	WALGroupCommitDelayMax   = 10000
-	MessageBusMaxBatch       = 512 // IOV_MAX / 2
+	QueueDepthMax          = 127 // a DoViewChange carries one bit per uncommitted op in 128-bit sets
+	JournalSlotsMax        = 1 << 20
+	ClientsTableMin        = 2
+	ClientsTableMax        = 65536
+	InboxCapacityMax       = shard.MaxInboxCapacity
+	RosterMax              = 255
+	SelectorsPerNodeMax    = 16
+	SharedSecretMinBytes   = 32
+	RepairChunkMax         = 1024
+	ViewProbeAttemptsMax   = 100
+	MessageSizeCeiling     = 256 * MiB
+	MessageSizeFloor       = 280 * 1 // a consumer session report must fit in one frame
+	SegmentSizeMax         = 1 * GiB
+	WALBytesMin            = 128*MiB + 8*KiB
+	WALBytesMax            = 4 * GiB
+	WALGroupCommitDelayMax = 10000
+	MessageBusMaxBatch     = 512 // IOV_MAX / 2
+	// ReplicaHandshakesMax bounds message_bus.replica_handshakes_max and
+	// replica_handshakes_per_address: each waiting connection holds a
+	// descriptor.
+	ReplicaHandshakesMax     = 4096
 	ReplicaReadBufferMin     = 4 * KiB
 	ReplicaReadBufferMax     = 16 * MiB
 	MemoryPoolMin            = 512 * MiB
@@ -503,6 +507,12 @@ func (cfg *Config) validateMessageBus(c *checker) {
 	c.positive("message_bus.close_peer_timeout", b.ClosePeerTimeout)
 	c.positive("message_bus.close_grace", b.CloseGrace)
 	c.positive("message_bus.handshake_grace", b.HandshakeGrace)
+	c.positive("message_bus.replica_hello_grace", b.ReplicaHelloGrace)
+	if b.ReplicaHelloGrace.Duration > b.HandshakeGrace.Duration {
+		c.fail("message_bus.replica_hello_grace", "must not exceed message_bus.handshake_grace (%s), got %s", b.HandshakeGrace, b.ReplicaHelloGrace)
+	}
+	c.intRange("message_bus.replica_handshakes_per_address", b.ReplicaHandshakesPerAddress, 1, ReplicaHandshakesMax)
+	c.intRange("message_bus.replica_handshakes_max", b.ReplicaHandshakesMax, 1, ReplicaHandshakesMax)
 	if b.ConnectionsMax != nil && *b.ConnectionsMax < 0 {
 		c.fail("message_bus.connections_max", "must be 0 (no cap) or positive, got %d", *b.ConnectionsMax)
 	}

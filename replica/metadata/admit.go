@@ -15,6 +15,13 @@ type AdmitConfig struct {
 	// incarnation (its start, µs since the Unix epoch).
 	Node uint8
 	Boot uint64
+	// PartitionsMax is this node's cap on partitions across all topics (0:
+	// none): metadata.partitions_max, lowered to what the node's descriptor
+	// budget can hold. It is decided here, on the admitting node, and
+	// stamped into CreateTopic and CreatePartitions, so every replica
+	// checks the same cap against the same replicated count; no replica
+	// consults its own descriptor limit while applying.
+	PartitionsMax uint32
 }
 
 // DefaultAdmitConfig returns Iggy's defaults.
@@ -71,13 +78,17 @@ func Admit(s *State, userID uint32, req wire.Request, cfg AdmitConfig) (Admitted
 	}
 	onUser := func(a Action, id Identifier) wire.Code {
 		if target := s.ResolveUser(id); target != nil {
-			if s.AllowedOnUser(userID, a, target.ID) {
-				return OK
+			if !s.AllowedOnUser(userID, a, target.ID) {
+				return wire.CodeUnauthorized
 			}
-			return wire.CodeUnauthorized
+			return RootGuard(userID, target.ID, a)
 		}
 		return allow(a, 0, 0)
 	}
+	// The node-wide partition cap, on the view admission sees; Apply
+	// checks it again against the committed count (concurrent creates
+	// admitted against the same view cannot overshoot it together).
+	fits := func(n uint32) wire.Code { return s.PartitionsFit(n, cfg.PartitionsMax) }
 	perRequest := func(n uint32, zeroAllowed bool) wire.Code {
 		if n > s.limits.MaxPartitionsPerRequest || (n == 0 && !zeroAllowed) {
 			return wire.CodeTooManyPartitions
@@ -112,8 +123,8 @@ func Admit(s *State, userID uint32, req wire.Request, cfg AdmitConfig) (Admitted
 		return ok(PurgeStream{Stream: r.StreamID}, onStream(ActionPurgeStream, r.StreamID))
 	case *wire.CreateTopic:
 		_, optCode := ResolveTopicCreate(r.Options, r.PartitionsCount, cfg.TopicDefaults)
-		return ok(CreateTopic{Stream: r.StreamID, PartitionsCount: r.PartitionsCount, Name: r.Name, Options: r.Options, Defaults: cfg.TopicDefaults},
-			first(onStream(ActionCreateTopic, r.StreamID), perRequest(r.PartitionsCount, true), optCode))
+		return ok(CreateTopic{Stream: r.StreamID, PartitionsCount: r.PartitionsCount, Name: r.Name, Options: r.Options, Defaults: cfg.TopicDefaults, PartitionsMax: cfg.PartitionsMax},
+			first(onStream(ActionCreateTopic, r.StreamID), perRequest(r.PartitionsCount, true), optCode, fits(r.PartitionsCount)))
 	case *wire.UpdateTopic:
 		optCode := OK
 		if _, tp, code := s.ResolveTopic(r.StreamID, r.TopicID); code == OK {
@@ -126,8 +137,8 @@ func Admit(s *State, userID uint32, req wire.Request, cfg AdmitConfig) (Admitted
 	case *wire.PurgeTopic:
 		return ok(PurgeTopic{Stream: r.StreamID, Topic: r.TopicID}, onTopic(ActionPurgeTopic, r.StreamID, r.TopicID))
 	case *wire.CreatePartitions:
-		return ok(CreatePartitions{Stream: r.StreamID, Topic: r.TopicID, Count: r.PartitionsCount},
-			first(onTopic(ActionCreatePartitions, r.StreamID, r.TopicID), perRequest(r.PartitionsCount, false)))
+		return ok(CreatePartitions{Stream: r.StreamID, Topic: r.TopicID, Count: r.PartitionsCount, PartitionsMax: cfg.PartitionsMax},
+			first(onTopic(ActionCreatePartitions, r.StreamID, r.TopicID), perRequest(r.PartitionsCount, false), fits(r.PartitionsCount)))
 	case *wire.DeletePartitions:
 		return ok(DeletePartitions{Stream: r.StreamID, Topic: r.TopicID, Count: r.PartitionsCount},
 			first(onTopic(ActionDeletePartitions, r.StreamID, r.TopicID), perRequest(r.PartitionsCount, false)))
@@ -150,11 +161,15 @@ func Admit(s *State, userID uint32, req wire.Request, cfg AdmitConfig) (Admitted
 		return ok(CreateUser{Username: r.Username, PasswordHash: hash, Status: UserStatus(r.Status), Permissions: r.Permissions, Options: r.Options}, OK)
 	case *wire.UpdateUser:
 		c := UpdateUser{User: r.UserID, Username: r.Username, Options: r.Options}
+		rootOff := OK
 		if r.Status != nil {
 			st := UserStatus(*r.Status)
 			c.Status = &st
+			if target := s.ResolveUser(r.UserID); target != nil && target.ID == RootUserID && st == UserInactive {
+				rootOff = wire.CodeInvalidUserStatus // nobody could reactivate it
+			}
 		}
-		return ok(c, first(onUser(ActionUpdateUser, r.UserID), ValidateEmptyCatalog(r.Options)))
+		return ok(c, first(onUser(ActionUpdateUser, r.UserID), ValidateEmptyCatalog(r.Options), rootOff))
 	case *wire.DeleteUser:
 		return ok(DeleteUser{User: r.UserID}, onUser(ActionDeleteUser, r.UserID))
 	case *wire.UpdatePermissions:

@@ -77,7 +77,7 @@ func (t *txn) apply(m Meta, c Command) Result {
 	case CreateUser:
 		return t.createUser(m, c)
 	case UpdateUser:
-		return t.updateUser(c)
+		return t.updateUser(m, c)
 	case DeleteUser:
 		return t.deleteUser(c)
 	case ChangePassword:
@@ -146,10 +146,13 @@ func (t *txn) authorize(m Meta, c Command) wire.Code {
 			// self-service path does not probe for usernames.
 			return allow(a, 0, 0)
 		}
-		if s.AllowedOnUser(m.UserID, a, target.ID) {
+		if !s.AllowedOnUser(m.UserID, a, target.ID) {
+			return wire.CodeUnauthorized
+		}
+		if m.Legacy {
 			return OK
 		}
-		return wire.CodeUnauthorized
+		return RootGuard(m.UserID, target.ID, a)
 	}
 	switch c := c.(type) {
 	case CreateStream:
@@ -389,6 +392,9 @@ func (t *txn) createTopic(m Meta, c CreateTopic) Result {
 	if id >= s.limits.MaxTopicsPerStream {
 		return fail(wire.CodeTooManyTopics)
 	}
+	if code := s.PartitionsFit(c.PartitionsCount, c.PartitionsMax); code != OK {
+		return fail(code)
+	}
 	rev := t.bumpRevision()
 	tp := &Topic{
 		StreamID: old.ID, ID: id, Name: c.Name, CreatedAt: m.Timestamp, Revision: rev,
@@ -478,6 +484,9 @@ func (t *txn) createPartitions(m Meta, c CreatePartitions) Result {
 	}
 	if uint64(len(old.Partitions))+uint64(c.Count) > uint64(s.limits.MaxPartitionsPerTopic) {
 		return fail(wire.CodePartitionIdSpaceExhausted)
+	}
+	if code := s.PartitionsFit(c.Count, c.PartitionsMax); code != OK {
+		return fail(code)
 	}
 	rev := t.bumpRevision()
 	_, tp := t.topicAt(oldStream.ID, old.ID)
@@ -711,7 +720,7 @@ func (t *txn) createUser(m Meta, c CreateUser) Result {
 	return Result{User: u}
 }
 
-func (t *txn) updateUser(c UpdateUser) Result {
+func (t *txn) updateUser(m Meta, c UpdateUser) Result {
 	s := t.s
 	old := s.ResolveUser(c.User)
 	if old == nil {
@@ -729,6 +738,11 @@ func (t *txn) updateUser(c UpdateUser) Result {
 		}
 	}
 	if c.Status != nil && *c.Status != UserActive && *c.Status != UserInactive {
+		return fail(wire.CodeInvalidUserStatus)
+	}
+	if c.Status != nil && *c.Status == UserInactive && old.ID == RootUserID && !m.Legacy {
+		// Only root may change root, so an inactive root could never be
+		// reactivated.
 		return fail(wire.CodeInvalidUserStatus)
 	}
 	u := t.user(t.userIndex(old.ID))
@@ -841,9 +855,10 @@ func (t *txn) deleteToken(m Meta, c DeletePersonalAccessToken) Result {
 		return fail(wire.CodeResourceNotFound)
 	}
 	u := t.user(t.userIndex(old.ID))
-	delete(t.tokensMut(), u.Tokens[pos].Hash)
+	hash := u.Tokens[pos].Hash
+	delete(t.tokensMut(), hash)
 	u.Tokens = slices.Delete(u.Tokens, pos, pos+1)
-	return Result{User: u}
+	return Result{User: u, Effects: []Effect{{Kind: EffectTokenDeleted, User: u.ID, Token: hash}}}
 }
 
 // pruneRevoked drops revocations whose token expired at ts (µs).
@@ -873,6 +888,7 @@ func (t *txn) revokeAccessToken(m Meta, c RevokeAccessToken) Result {
 
 func (t *txn) deleteExpiredTokens(m Meta) Result {
 	t.pruneRevoked(m.Timestamp)
+	var effects []Effect
 	for i, old := range t.s.users {
 		if !slices.ContainsFunc(old.Tokens, func(p PersonalAccessToken) bool { return p.Expired(m.Timestamp) }) {
 			continue
@@ -882,10 +898,11 @@ func (t *txn) deleteExpiredTokens(m Meta) Result {
 		u.Tokens = slices.DeleteFunc(u.Tokens, func(p PersonalAccessToken) bool {
 			if p.Expired(m.Timestamp) {
 				delete(toks, p.Hash)
+				effects = append(effects, Effect{Kind: EffectTokenDeleted, User: u.ID, Token: p.Hash})
 				return true
 			}
 			return false
 		})
 	}
-	return Result{}
+	return Result{Effects: effects}
 }

@@ -20,6 +20,11 @@ type Meta struct {
 	// cleanup, token expiry): they skip the permission gate, and the
 	// system-only commands are refused without it.
 	System bool
+	// Legacy marks a command decoded from a prepare body older than
+	// version 3: it is applied with the rules of its time (no root guard,
+	// no node-wide partition cap), so a journal written before them
+	// replays to the state it committed.
+	Legacy bool
 }
 
 // Command is one metadata state-machine command. Each type below mirrors
@@ -67,6 +72,9 @@ type CreateTopic struct {
 	Name            string
 	Options         wire.Options
 	Defaults        TopicDefaults
+	// PartitionsMax is the admitting node's cap on partitions across all
+	// topics (0: none), stamped so every replica checks the same cap.
+	PartitionsMax uint32
 }
 
 // UpdateTopic is UPDATE_TOPIC (304). Defaults are stamped by the primary:
@@ -89,6 +97,9 @@ type PurgeTopic struct{ Stream, Topic Identifier }
 type CreatePartitions struct {
 	Stream, Topic Identifier
 	Count         uint32
+	// PartitionsMax is the admitting node's node-wide cap (0: none), as
+	// for CreateTopic.
+	PartitionsMax uint32
 }
 
 // DeletePartitions is DELETE_PARTITIONS (403): removes the Count highest
@@ -285,6 +296,9 @@ const (
 	EffectUserDeleted
 	// EffectUserDeactivated: User became inactive; end its sessions.
 	EffectUserDeactivated
+	// EffectTokenDeleted: the personal access token Token of User was
+	// deleted (or expired and was removed); end the sessions opened with it.
+	EffectTokenDeleted
 )
 
 // Effect is one action the node takes after a committed command.
@@ -297,4 +311,5 @@ type Effect struct {
 	User       uint32
 	Revision   uint64
 	Generation uint64
+	Token      TokenHash
 }

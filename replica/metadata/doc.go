@@ -63,6 +63,26 @@
 //     all permissions). Other users get monotonic ids, never reused, so a
 //     session bound to a deleted user id cannot turn into a new account.
 //
+// # Caps decided at admission, checked at apply
+//
+// The node-wide partition cap depends on the admitting node's configuration
+// (metadata.partitions_max) and descriptor limit, which differ between
+// nodes, so no replica may consult its own while applying. Admit decides it
+// on the view it sees (AdmitConfig.PartitionsMax) and stamps it into
+// CreateTopic and CreatePartitions; Apply checks the stamped cap against the
+// committed partition count (PartitionsFit: TooManyPartitions), so every
+// replica decides alike and creates admitted concurrently cannot overshoot
+// it together. A stamp of 0 means no cap.
+//
+// # The root account
+//
+// Only root changes root (RootGuard): updating its name or status,
+// changing its password or permissions and deleting it are Unauthorized for
+// anyone else, in Admit and again in Apply; root cannot be set inactive
+// (InvalidUserStatus), since nobody else could reactivate it. Commands
+// decoded from prepare bodies older than version 3 (Meta.Legacy) apply
+// without the guard, as they committed.
+//
 // # Consumer-group assignment
 //
 // Any change of membership (join of a new member, leave, disconnect) or of
@@ -181,7 +201,7 @@
 // # Prepare body format (EncodeOp / DecodeOp)
 //
 //	offset  size  field
-//	     0     1  version = 2 (1 is still decoded, below)
+//	     0     1  version = 3 (2 and 1 are still decoded, below)
 //	     1     1  operation: Iggy's operation byte (128..149 except 138) for
 //	              client commands; 96 Bootstrap, 97 SetLimits,
 //	              98 DisconnectClient, 99 DeleteExpiredTokens,
@@ -200,7 +220,9 @@
 // u8 compression, u64 message_expiry, u64 max_topic_size, u64 segment_size,
 // u32 messages_required_to_save, u64 size_of_messages_required_to_save,
 // u8 preallocate_segments, u8 durability, u8 consumer_offset_durability,
-// u64 segment_size_max). CreateUser carries str16 password hash and its body
+// u64 segment_size_max); CreateTopic then u32 partitions_max, the admitting
+// node's node-wide partition cap (0: none). CreatePartitions carries u32
+// partitions_max. CreateUser carries str16 password hash and its body
 // has an empty password. ChangePassword carries str16 verified hash, str16
 // new hash, and its body has empty passwords. CreatePersonalAccessToken
 // carries the 32-byte token hash. Bootstrap carries str8 root username,
@@ -211,10 +233,14 @@
 // carries the 16-byte token id and u64 expiry (unix seconds). Other operations
 // have no stamp. Plaintext passwords and raw tokens never enter a prepare.
 //
-// Version 1 bodies (written before members recorded their node) decode
-// the same way except that JoinConsumerGroup has no stamp (node 0, boot
-// BootUnknown) and EvictNodeMembers does not exist. EncodeOp always
-// writes version 2.
+// Version 2 bodies (written before the node-wide partition cap and the
+// root guard) decode the same way except that CreateTopic and
+// CreatePartitions have no partitions_max (0: no cap), and they decode
+// with Meta.Legacy, which applies them without the root guard: a journal
+// replays to the state it committed. Version 1 bodies (written before
+// members recorded their node) are version 2 bodies in which
+// JoinConsumerGroup has no stamp (node 0, boot BootUnknown) and
+// EvictNodeMembers does not exist. EncodeOp always writes version 3.
 //
 // # Topic options
 //

@@ -21,10 +21,14 @@ const (
 
 // Prepare body envelope; the layout is documented in doc.go.
 const (
-	// opVersion is what EncodeOp writes. Version 1 (before consumer-group
-	// members recorded their node) is still decoded: its JoinConsumerGroup
-	// has no stamp and decodes with Boot = BootUnknown.
-	opVersion      = 2
+	// opVersion is what EncodeOp writes. Version 2 (before the node-wide
+	// partition cap and the root guard) is still decoded: its CreateTopic
+	// and CreatePartitions have no cap stamp, and its commands apply with
+	// Meta.Legacy. Version 1 (before consumer-group members recorded their
+	// node) is decoded too: its JoinConsumerGroup has no stamp and decodes
+	// with Boot = BootUnknown.
+	opVersion      = 3
+	opVersionV2    = 2
 	opVersionV1    = 1
 	opHeaderSize   = 34
 	flagSystem     = 1
@@ -126,6 +130,7 @@ func EncodeOp(m Meta, c Command) ([]byte, error) {
 		req = &wire.PurgeStream{StreamID: c.Stream}
 	case CreateTopic:
 		b = appendDefaults(b, c.Defaults)
+		b = binary.LittleEndian.AppendUint32(b, c.PartitionsMax)
 		req = &wire.CreateTopic{StreamID: c.Stream, PartitionsCount: c.PartitionsCount, Name: c.Name, Options: c.Options}
 	case UpdateTopic:
 		b = appendDefaults(b, c.Defaults)
@@ -135,6 +140,7 @@ func EncodeOp(m Meta, c Command) ([]byte, error) {
 	case PurgeTopic:
 		req = &wire.PurgeTopic{StreamID: c.Stream, TopicID: c.Topic}
 	case CreatePartitions:
+		b = binary.LittleEndian.AppendUint32(b, c.PartitionsMax)
 		req = &wire.CreatePartitions{StreamID: c.Stream, TopicID: c.Topic, PartitionsCount: c.Count}
 	case DeletePartitions:
 		req = &wire.DeletePartitions{StreamID: c.Stream, TopicID: c.Topic, PartitionsCount: c.Count}
@@ -246,11 +252,12 @@ func DecodeOp(b []byte) (Meta, Command, error) {
 	if len(b) < opHeaderSize {
 		return Meta{}, nil, fmt.Errorf("%w: %d bytes, envelope needs %d", ErrOp, len(b), opHeaderSize)
 	}
-	if (b[0] != opVersion && b[0] != opVersionV1) || b[2]&^flagSystem != 0 || b[3] != 0 {
+	if (b[0] != opVersion && b[0] != opVersionV2 && b[0] != opVersionV1) || b[2]&^flagSystem != 0 || b[3] != 0 {
 		return Meta{}, nil, fmt.Errorf("%w: version %d, flags %#x, reserved %#x", ErrOp, b[0], b[2], b[3])
 	}
 	m := Meta{
 		System:    b[2]&flagSystem != 0,
+		Legacy:    b[0] < opVersion,
 		UserID:    binary.LittleEndian.Uint32(b[4:]),
 		Timestamp: binary.LittleEndian.Uint64(b[8:]),
 		Client:    wire.Uint128{Lo: binary.LittleEndian.Uint64(b[16:]), Hi: binary.LittleEndian.Uint64(b[24:])},
@@ -322,7 +329,11 @@ func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte
 	case *wire.PurgeStream:
 		return PurgeStream{Stream: r.StreamID}, nil
 	case *wire.CreateTopic:
-		return CreateTopic{Stream: r.StreamID, PartitionsCount: r.PartitionsCount, Name: r.Name, Options: r.Options, Defaults: st.defaults()}, nil
+		c := CreateTopic{Stream: r.StreamID, PartitionsCount: r.PartitionsCount, Name: r.Name, Options: r.Options, Defaults: st.defaults()}
+		if version >= opVersion {
+			c.PartitionsMax = st.u32()
+		}
+		return c, nil
 	case *wire.UpdateTopic:
 		return UpdateTopic{Stream: r.StreamID, Topic: r.TopicID, Name: r.Name, Options: r.Options, Defaults: st.defaults()}, nil
 	case *wire.DeleteTopic:
@@ -330,7 +341,11 @@ func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte
 	case *wire.PurgeTopic:
 		return PurgeTopic{Stream: r.StreamID, Topic: r.TopicID}, nil
 	case *wire.CreatePartitions:
-		return CreatePartitions{Stream: r.StreamID, Topic: r.TopicID, Count: r.PartitionsCount}, nil
+		c := CreatePartitions{Stream: r.StreamID, Topic: r.TopicID, Count: r.PartitionsCount}
+		if version >= opVersion {
+			c.PartitionsMax = st.u32()
+		}
+		return c, nil
 	case *wire.DeletePartitions:
 		return DeletePartitions{Stream: r.StreamID, Topic: r.TopicID, Count: r.PartitionsCount}, nil
 	case *wire.CreateConsumerGroup:

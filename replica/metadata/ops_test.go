@@ -78,7 +78,7 @@ func TestOpRejects(t *testing.T) {
 	good, _ := EncodeOp(Meta{UserID: 3}, CreateStream{Name: "s"})
 	tests := map[string][]byte{
 		"short":                 good[:10],
-		"version":               append([]byte{3}, good[1:]...),
+		"version":               append([]byte{4}, good[1:]...),
 		"flags":                 append(append([]byte{}, good[:2]...), append([]byte{4}, good[3:]...)...),
 		"unknown operation":     append([]byte{opVersion, 200}, good[2:]...),
 		"delete segments":       append([]byte{opVersion, byte(wire.OpDeleteSegments)}, good[2:]...),

@@ -263,6 +263,22 @@ func (s *State) AllowedOnUser(actor uint32, a Action, target uint32) bool {
 	return s.Allowed(actor, a, 0, 0)
 }
 
+// RootGuard is the rule that only root changes root: updating the root
+// user (name, status), changing its password or permissions, or deleting
+// it is Unauthorized for anyone else, whatever their permissions. Iggy 0.9
+// lets a user with manage_users rename or deactivate root (and change its
+// password), which can lock root out for good. Other actions pass.
+func RootGuard(actor, target uint32, a Action) wire.Code {
+	if target != RootUserID || actor == RootUserID {
+		return OK
+	}
+	switch a {
+	case ActionUpdateUser, ActionDeleteUser, ActionChangePassword, ActionUpdatePermissions:
+		return wire.CodeUnauthorized
+	}
+	return OK
+}
+
 // permits applies the superset rules of one permission class (Iggy's
 // permissioner): manage ⊇ read at every level, global ⊇ stream ⊇ topic,
 // read_topics ⊇ poll_messages and manage_topics ⊇ send_messages.

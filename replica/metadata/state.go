@@ -450,6 +450,26 @@ func (s *State) Memberships(client ClientID) []GroupRef {
 	return out
 }
 
+// PartitionsTotal is the number of partitions across all topics.
+func (s *State) PartitionsTotal() int {
+	n := 0
+	for st := range s.streams.all {
+		for t := range st.topics.all {
+			n += len(t.Partitions)
+		}
+	}
+	return n
+}
+
+// PartitionsFit says whether adding n partitions keeps the node-wide total
+// within max (0: no cap): OK, or TooManyPartitions.
+func (s *State) PartitionsFit(n, max uint32) wire.Code {
+	if max != 0 && uint64(s.PartitionsTotal())+uint64(n) > uint64(max) {
+		return wire.CodeTooManyPartitions
+	}
+	return OK
+}
+
 // Counts are totals for GET_STATS.
 type Counts struct {
 	Streams, Topics, Partitions, ConsumerGroups, Users int

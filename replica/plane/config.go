@@ -123,6 +123,10 @@ type Config struct {
 	ReconnectMax time.Duration
 	// HandshakeGrace bounds connect + TLS + handshake (message_bus.handshake_grace).
 	HandshakeGrace time.Duration
+	// HelloGrace bounds an accepted connection's wait for a valid hello,
+	// TLS included (message_bus.replica_hello_grace); at most
+	// HandshakeGrace.
+	HelloGrace time.Duration
 	// WriteTimeout bounds one vectored write. A peer that cannot absorb a
 	// batch for this long is treated as dead and its link is closed; the
 	// node should use cluster.heartbeat_timeout, since such a peer is
@@ -134,9 +138,16 @@ type Config struct {
 	// KeepAlive configures TCP keep-alives; a half-open link whose peer
 	// vanished is detected and closed by the kernel.
 	KeepAlive net.KeepAliveConfig
-	// HandshakesMax bounds concurrent inbound handshakes; more are refused
-	// (ReasonBusy).
+	// HandshakesMax bounds the accepted connections from outside the
+	// roster that wait for their hello at once; more are refused
+	// (ReasonBusy, message_bus.replica_handshakes_max). Connections from
+	// the roster ips of lower ids do not count against it.
 	HandshakesMax int
+	// HandshakesPerAddress bounds the connections from one source address
+	// that wait for their hello (message_bus.replica_handshakes_per_address).
+	// Beyond it a new connection is refused (ReasonAddressQuota) — except
+	// from a roster address, where the oldest waiting one is closed instead.
+	HandshakesPerAddress int
 	// AnySourceAddress turns off the source-address check (a peer must
 	// connect from its roster ip) and the dialer's binding to this node's
 	// roster ip. Needed only behind NAT that rewrites source addresses.
@@ -159,6 +170,8 @@ const (
 	DefaultReconnectMin      = 50 * time.Millisecond
 	DefaultReconnectMax      = time.Second
 	DefaultHandshakeGrace    = 10 * time.Second
+	DefaultHelloGrace        = 2 * time.Second
+	DefaultHandshakesPerAddr = 4
 	DefaultWriteTimeout      = 5 * time.Second
 	DefaultCloseTimeout      = 2 * time.Second
 	DefaultHandshakesMax     = 64
@@ -226,6 +239,7 @@ func (c *Config) applyDefaults() error {
 	setInt(&c.MaxBatch, DefaultMaxBatch)
 	setInt(&c.PeerQueueCapacity, DefaultPeerQueueCapacity)
 	setInt(&c.HandshakesMax, DefaultHandshakesMax)
+	setInt(&c.HandshakesPerAddress, DefaultHandshakesPerAddr)
 	switch {
 	case c.ReadBufferSize == 0:
 		c.ReadBufferSize = DefaultReadBufferSize
@@ -238,6 +252,8 @@ func (c *Config) applyDefaults() error {
 		c.ReconnectMax = c.ReconnectMin
 	}
 	setDur(&c.HandshakeGrace, DefaultHandshakeGrace)
+	setDur(&c.HelloGrace, DefaultHelloGrace)
+	c.HelloGrace = min(c.HelloGrace, c.HandshakeGrace)
 	setDur(&c.WriteTimeout, DefaultWriteTimeout)
 	setDur(&c.CloseTimeout, DefaultCloseTimeout)
 	setDur(&c.LogInterval, DefaultLogInterval)
@@ -294,6 +310,9 @@ func FromConfig(cfg *config.Config, self uint8) (Config, error) {
 	c.ReconnectMax = b.ReconnectPeriod.Duration
 	c.ReconnectMin = max(b.ReconnectPeriod.Duration/16, 10*time.Millisecond)
 	c.HandshakeGrace = b.HandshakeGrace.Duration
+	c.HelloGrace = b.ReplicaHelloGrace.Duration
+	c.HandshakesMax = b.ReplicaHandshakesMax
+	c.HandshakesPerAddress = b.ReplicaHandshakesPerAddress
 	c.CloseTimeout = b.ClosePeerTimeout.Duration
 	c.WriteTimeout = cl.HeartbeatTimeout.Duration
 	return c, nil

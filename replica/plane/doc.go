@@ -79,10 +79,44 @@
 // challenge the same way, and that its sender is the replica D dialed
 // (ReasonWrongPeer), before it sends its finish. The whole exchange,
 // connect and TLS included, must finish within handshake_grace
-// (ReasonTimeout); at most HandshakesMax run at once (ReasonBusy). Every
-// refusal is counted per reason and logged at warn level, at most once per
-// LogInterval per reason with a count of those held back, so garbage on the
-// port cannot flood the log; the node keeps serving.
+// (ReasonTimeout). Every refusal is counted per reason and logged at warn
+// level, at most once per LogInterval per reason with a count of those held
+// back, so garbage on the port cannot flood the log; the node keeps serving.
+//
+// # Admission
+//
+// Anyone who can reach tcp_replica can open connections; until a
+// connection has delivered a hello that passes the checks above (up to and
+// including the source address and certificate), it is held by the
+// admission gate, decided at accept before a byte is read:
+//
+//   - it must deliver that hello within HelloGrace
+//     (message_bus.replica_hello_grace, TLS handshake included), else it is
+//     closed (ReasonTimeout);
+//   - at most HandshakesPerAddress connections from one source address wait
+//     at once (message_bus.replica_handshakes_per_address); one more is
+//     refused at accept (ReasonAddressQuota);
+//   - at most HandshakesMax connections from addresses outside the roster
+//     wait at once (message_bus.replica_handshakes_max); one more is refused
+//     at accept (ReasonBusy);
+//   - connections from the roster ips of the replicas that dial this node
+//     (lower ids) are admitted ahead of everyone: they do not count against
+//     HandshakesMax, and when their address's quota is full the oldest
+//     waiting connection from that address is closed (ReasonAddressQuota)
+//     instead of refusing the new one, so a peer that redials always gets
+//     in. With AnySourceAddress no address is preferred (an ip proves
+//     nothing then).
+//
+// Past its hello a connection leaves the gate and has the rest of
+// handshake_grace; only one such handshake per claimed replica runs at a
+// time, a newer one closing the older (ReasonSuperseded). So the
+// connections a handshake can hold are bounded by HandshakesMax +
+// HandshakesPerAddress per dialing peer ip + one per peer, and a flood
+// without the key from addresses outside the roster never keeps two keyed
+// nodes from linking. Its limit: an attacker that can send from a peer's own
+// roster ip (on that machine, or on the path) competes with that peer for
+// its quota, and one that also knows the public key id can hold a
+// post-hello slot; neither can complete a handshake.
 //
 // Identity. Iggy 0.9's key proves cluster membership only: any key holder
 // can claim any replica id. Here a claimed id must also match the

@@ -166,11 +166,22 @@ func TestRefusals(t *testing.T) {
 				_, _ = conn.Write([]byte("IGGO")) // a few bytes, then silence
 				return conn
 			}},
+		{name: "no hello", reason: ReasonTimeout, mut: func(cfg *Config) { cfg.HelloGrace = 300 * time.Millisecond },
+			act: func(t *testing.T, c *cluster) net.Conn {
+				return rawDial(t, "127.0.0.9", c.roster[1].Addr) // connects, never speaks
+			}},
 		{name: "too many handshakes", reason: ReasonBusy, mut: func(cfg *Config) { cfg.HandshakesMax, cfg.HandshakeGrace = 1, 500*time.Millisecond },
 			act: func(t *testing.T, c *cluster) net.Conn {
-				rawDial(t, "127.0.0.1", c.roster[1].Addr) // holds the only slot
+				rawDial(t, "127.0.0.9", c.roster[1].Addr) // holds the only slot
 				time.Sleep(50 * time.Millisecond)
-				return rawDial(t, "127.0.0.1", c.roster[1].Addr)
+				return rawDial(t, "127.0.0.10", c.roster[1].Addr)
+			}},
+		{name: "too many from one address", reason: ReasonAddressQuota, mut: func(cfg *Config) { cfg.HandshakesPerAddress = 2 },
+			act: func(t *testing.T, c *cluster) net.Conn {
+				rawDial(t, "127.0.0.9", c.roster[1].Addr)
+				rawDial(t, "127.0.0.9", c.roster[1].Addr)
+				time.Sleep(50 * time.Millisecond)
+				return rawDial(t, "127.0.0.9", c.roster[1].Addr)
 			}},
 		{name: "oversize frame", reason: ReasonFrameTooLarge, act: func(t *testing.T, c *cluster) net.Conn {
 			conn := rawHandshake(t, "127.0.0.1", c.roster[1].Addr, 0, 1, 3, keyOld)

@@ -30,8 +30,10 @@ const (
 	ReasonTimeout                      // the handshake did not finish within handshake_grace
 	ReasonTLS                          // the TLS handshake failed
 	ReasonIO                           // the connection failed during the handshake
-	ReasonBusy                         // too many handshakes in progress
+	ReasonBusy                         // the shared pool of connections waiting for a hello is full (replica_handshakes_max)
 	ReasonDataKey                      // encryption at rest is keyed differently (encryption.key)
+	ReasonAddressQuota                 // the source address has replica_handshakes_per_address connections waiting for a hello
+	ReasonSuperseded                   // a newer handshake claiming the same replica replaced this one
 	// Link violations by an authenticated peer; the link is closed.
 	ReasonFrameTooLarge // a frame's size field is above max_message_size
 	ReasonFrameCorrupt  // a frame fails the vsr decoder (seal, body checksum, shape)
@@ -44,6 +46,7 @@ var reasonNames = [ReasonCount]string{
 	"garbage", "wrong_cluster", "auth_mismatch", "roster_mismatch", "wrong_target",
 	"unknown_replica", "wrong_direction", "source_address", "cert_identity",
 	"no_shared_key", "bad_mac", "wrong_peer", "timeout", "tls", "io", "busy", "data_key",
+	"address_quota", "superseded",
 	"frame_too_large", "frame_corrupt", "frame_cluster", "frame_sender",
 }
 

@@ -46,8 +46,8 @@ type Transport struct {
 	limit      logLimiter
 	refusals   [ReasonCount]atomic.Uint64
 	accepted   atomic.Uint64
-	handshakes chan struct{} // semaphore: inbound handshakes in progress
-	bindFailed atomic.Bool   // the roster ip is not local: dial unbound
+	gate       *gate       // admission of connections that have not sent a hello yet
+	bindFailed atomic.Bool // the roster ip is not local: dial unbound
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -65,6 +65,32 @@ type peer struct {
 	link  atomic.Pointer[link]
 	since atomic.Int64 // unix nanos of the last connect or disconnect
 	st    peerCounters
+
+	hsMu sync.Mutex
+	hs   net.Conn // the inbound handshake past its hello that claims this peer
+}
+
+// handshaking records c as the one inbound handshake past its hello that
+// claims p, closing an older one (newest wins, as for links: a peer that
+// redials has given up on its previous attempt). done reports whether c
+// was superseded by a newer one in the meantime.
+func (p *peer) handshaking(c net.Conn) (done func() (superseded bool)) {
+	p.hsMu.Lock()
+	old := p.hs
+	p.hs = c
+	p.hsMu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	return func() bool {
+		p.hsMu.Lock()
+		defer p.hsMu.Unlock()
+		if p.hs == c {
+			p.hs = nil
+			return false
+		}
+		return true
+	}
 }
 
 // outFrame is one queued frame: a header slice and an optional separate
@@ -81,12 +107,23 @@ func New(cfg Config) (*Transport, error) {
 		return nil, err
 	}
 	t := &Transport{
-		cfg:        cfg,
-		log:        cfg.Logger.Named("plane").With(zap.Uint8("replica", cfg.Self)),
-		cluster:    ClusterID(cfg.ClusterName),
-		peers:      make([]*peer, len(cfg.Roster)),
-		handshakes: make(chan struct{}, cfg.HandshakesMax),
+		cfg:     cfg,
+		log:     cfg.Logger.Named("plane").With(zap.Uint8("replica", cfg.Self)),
+		cluster: ClusterID(cfg.ClusterName),
+		peers:   make([]*peer, len(cfg.Roster)),
 	}
+	// Only lower ids dial this node; their roster ips are admitted ahead
+	// of others. Without the source-address check an ip proves nothing,
+	// so nobody is preferred.
+	var dialers []netip.Addr
+	if !cfg.AnySourceAddress {
+		for _, m := range cfg.Roster {
+			if m.ID < cfg.Self {
+				dialers = append(dialers, m.Addr.Addr())
+			}
+		}
+	}
+	t.gate = newGate(dialers, cfg.HandshakesPerAddress, cfg.HandshakesMax)
 	t.limit.every = cfg.LogInterval
 	t.me = local{self: cfg.Self, roster: uint8(len(cfg.Roster)), cluster: t.cluster, dataKey: cfg.DataKeyID}
 	if cfg.Auth {
@@ -373,34 +410,50 @@ func (t *Transport) acceptLoop(ln net.Listener) {
 			continue
 		}
 		delay = 0
-		select {
-		case t.handshakes <- struct{}{}:
-		default:
-			t.refused(refuse(ReasonBusy, "%d handshakes in progress", cap(t.handshakes)), raw.RemoteAddr())
+		ps, why := t.gate.enter(remoteIP(raw), raw)
+		switch why {
+		case gateAddressFull:
+			t.refused(refuse(ReasonAddressQuota, "message_bus.replica_handshakes_per_address (%d) reached: that many connections from %s wait for their hello",
+				t.cfg.HandshakesPerAddress, remoteIP(raw)), raw.RemoteAddr())
+			raw.Close()
+			continue
+		case gatePoolFull:
+			t.refused(refuse(ReasonBusy, "message_bus.replica_handshakes_max (%d) reached: that many connections from outside the roster wait for their hello",
+				t.cfg.HandshakesMax), raw.RemoteAddr())
 			raw.Close()
 			continue
 		}
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
-			defer func() { <-t.handshakes }()
-			t.accept(raw)
+			t.accept(raw, ps)
 		}()
 	}
 }
 
-// accept runs the acceptor side of the handshake on a new connection and,
-// if it succeeds, installs the link (replacing any older link from the same
-// peer: a restarted peer's old connection may still look alive here).
-func (t *Transport) accept(raw net.Conn) {
+// accept runs the acceptor side of the handshake on a new connection
+// admitted by the gate and, if it succeeds, installs the link (replacing
+// any older link from the same peer: a restarted peer's old connection may
+// still look alive here). The connection must deliver a valid hello within
+// HelloGrace, and finish within HandshakeGrace.
+func (t *Transport) accept(raw net.Conn, ps *pass) {
+	defer ps.release()
 	t.tuneTCP(raw)
 	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeGrace)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	deadline, _ := ctx.Deadline()
-	_ = raw.SetDeadline(deadline)
-	p, conn, err := t.acceptHandshake(ctx, raw)
+	helloBy := time.Now().Add(t.cfg.HelloGrace)
+	if deadline.Before(helloBy) {
+		helloBy = deadline
+	}
+	_ = raw.SetDeadline(helloBy)
+	p, conn, err := t.acceptHandshake(ctx, raw, ps, deadline)
 	if !stop() || err != nil {
+		if ps.release() {
+			err = refuse(ReasonAddressQuota, "message_bus.replica_handshakes_per_address (%d) reached for roster address %s: the oldest connection waiting for its hello was closed for a newer one",
+				t.cfg.HandshakesPerAddress, ps.addr)
+		}
 		err = t.handshakeErr(ctx, err)
 		raw.Close()
 		if t.ctx.Err() == nil {
@@ -413,12 +466,21 @@ func (t *Transport) accept(raw net.Conn) {
 	t.startLink(p, conn, raw)
 }
 
-func (t *Transport) acceptHandshake(ctx context.Context, raw net.Conn) (*peer, net.Conn, error) {
+// noHello turns a timeout before the hello arrived into the refusal that
+// names the hello deadline.
+func (t *Transport) noHello(err error) error {
+	if classify(err) == ReasonTimeout {
+		return refuse(ReasonTimeout, "no hello within message_bus.replica_hello_grace (%s): %v", t.cfg.HelloGrace, err)
+	}
+	return err
+}
+
+func (t *Transport) acceptHandshake(ctx context.Context, raw net.Conn, ps *pass, deadline time.Time) (*peer, net.Conn, error) {
 	conn := raw
 	if t.tlsServer != nil {
 		tc := tls.Server(raw, t.tlsServer)
 		if err := tc.HandshakeContext(ctx); err != nil {
-			return nil, nil, tlsErr(err)
+			return nil, nil, t.noHello(tlsErr(err))
 		}
 		conn = tc
 	}
@@ -428,7 +490,7 @@ func (t *Transport) acceptHandshake(ctx context.Context, raw net.Conn) (*peer, n
 	}
 	var helloRaw, finishRaw [HandshakeSize]byte
 	if _, err := io.ReadFull(conn, helloRaw[:]); err != nil {
-		return nil, nil, fmt.Errorf("reading hello: %w", err)
+		return nil, nil, t.noHello(fmt.Errorf("reading hello: %w", err))
 	}
 	hello, key, challenge, err := t.me.acceptHello(helloRaw[:], exp)
 	if err != nil {
@@ -446,15 +508,30 @@ func (t *Transport) acceptHandshake(ctx context.Context, raw net.Conn) (*peer, n
 			return nil, nil, refuse(ReasonCertIdentity, "replica %d: %v", p.ID, err)
 		}
 	}
-	if _, err := conn.Write(challenge[:]); err != nil {
-		return nil, nil, fmt.Errorf("writing challenge: %w", err)
+	// A plausible hello from the claimed replica's address: the connection
+	// leaves the admission gate and has the rest of handshake_grace. One
+	// such handshake per claimed replica at a time.
+	if ps.release() {
+		return nil, nil, refuse(ReasonAddressQuota, "evicted from the admission gate")
 	}
-	if _, err := io.ReadFull(conn, finishRaw[:]); err != nil {
-		return nil, nil, fmt.Errorf("reading finish: %w", err)
-	}
-	if err := t.me.acceptFinish(hello, key, helloRaw[:], challenge[:], finishRaw[:], exp); err != nil {
+	superseded := p.handshaking(raw)
+	_ = raw.SetDeadline(deadline)
+	fail := func(err error) (*peer, net.Conn, error) {
+		if superseded() {
+			return nil, nil, refuse(ReasonSuperseded, "a newer handshake claiming replica %d replaced this one", p.ID)
+		}
 		return nil, nil, err
 	}
+	if _, err := conn.Write(challenge[:]); err != nil {
+		return fail(fmt.Errorf("writing challenge: %w", err))
+	}
+	if _, err := io.ReadFull(conn, finishRaw[:]); err != nil {
+		return fail(fmt.Errorf("reading finish: %w", err))
+	}
+	if err := t.me.acceptFinish(hello, key, helloRaw[:], challenge[:], finishRaw[:], exp); err != nil {
+		return fail(err)
+	}
+	superseded()
 	return p, conn, nil
 }
 

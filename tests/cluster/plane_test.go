@@ -185,7 +185,7 @@ func TestReplicaPlaneRefusesBadPeers(t *testing.T) {
 // plain-TCP peer is refused.
 func TestReplicaPlaneTLS(t *testing.T) {
 	c := startCluster(t, harness.ClusterOptions{ExtraTOML: "\n[cluster.tls]\nenabled = true\nself_signed = true\n"})
-	if !containsLine(c.Nodes[0].Output(), "replica plane started", `"tls_mode": 1`) {
+	if !containsLine(c.Nodes[0].Output(), "replica plane started", `"tls_mode": "self_signed"`) {
 		t.Fatalf("node 0 did not start its replica plane in TLS mode:\n%s", grepLines(c.Nodes[0].Output(), "replica plane"))
 	}
 	specs := durabilitySpecs()
