@@ -67,17 +67,20 @@ func BenchmarkPageLoad(b *testing.B) {
 	for _, p := range pages {
 		b.Run(p.name, func(b *testing.B) {
 			var ms []float64
-			var dcl, api float64
+			var ttfb, dcl, api float64
 			for b.Loop() {
 				ms = append(ms, br.renderTime(b, base+p.path, p.check))
 				t := eval[struct {
-					DCL float64 `json:"dcl"`
-					API float64 `json:"api"`
+					TTFB float64 `json:"ttfb"`
+					DCL  float64 `json:"dcl"`
+					API  float64 `json:"api"`
 				}](br, `(() => {
 					const nav = performance.getEntriesByType('navigation')[0];
 					const f = performance.getEntriesByType('resource').filter(e => e.initiatorType === 'fetch');
-					return {dcl: nav ? nav.domContentLoadedEventEnd : 0, api: f.reduce((m, e) => Math.max(m, e.responseEnd), 0)};
+					return {ttfb: nav ? nav.responseStart : 0, dcl: nav ? nav.domContentLoadedEventEnd : 0,
+						api: f.reduce((m, e) => Math.max(m, e.responseEnd), 0)};
 				})()`)
+				ttfb += t.TTFB
 				dcl += t.DCL
 				api += t.API
 			}
@@ -89,8 +92,10 @@ func BenchmarkPageLoad(b *testing.B) {
 			b.ReportMetric(sum/float64(len(ms)), "ms/render")
 			b.ReportMetric(ms[len(ms)/2], "p50-ms")
 			b.ReportMetric(ms[len(ms)-1], "max-ms")
-			// Where the time goes: the document parsed and its scripts run
-			// (DOMContentLoaded), and the last API answer received.
+			// Where the time goes: the page's first byte, the document
+			// parsed and its scripts run (DOMContentLoaded), and the last API
+			// answer received.
+			b.ReportMetric(ttfb/float64(len(ms)), "ttfb-ms")
 			b.ReportMetric(dcl/float64(len(ms)), "dcl-ms")
 			b.ReportMetric(api/float64(len(ms)), "api-done-ms")
 		})
