@@ -19,7 +19,8 @@
 //	GET /ui/groups              consumer groups of a topic, members, committed offsets and lag
 //	GET /ui/users               the user, its tokens, users and permissions
 //	GET /ui/charts              live charts of this node's metrics
-//	GET /ui/static/{file}       app.js, pages.js, charts.js, app.css (ETag, revalidated)
+//	GET /ui/static/{file}       console.js (app.js, charts.js and pages.js joined), app.css
+//	                            and the sources; cached for good at the build's ?v= digest
 //	GET /ui/api/summary         metrics summary (bearer token; see Summary)
 //	GET /ui/api/group-offsets   a consumer group's committed offsets (bearer token)
 //

@@ -201,7 +201,7 @@ func TestPagesAndAssets(t *testing.T) {
 		if !strings.Contains(w.Header().Get("Content-Security-Policy"), "script-src 'self'") || w.Header().Get("Cache-Control") != "no-store" {
 			t.Fatalf("%s: headers %v", p, w.Header())
 		}
-		for _, a := range []string{"app.js", "pages.js", "charts.js", "app.css"} {
+		for _, a := range []string{"console.js", "app.css"} {
 			if !strings.Contains(body, "/ui/static/"+a+"?v=") {
 				t.Fatalf("%s does not load %s", p, a)
 			}
@@ -235,10 +235,17 @@ func TestPagesAndAssets(t *testing.T) {
 	}
 	// The URL a page uses (with this build's digest) is cached for good.
 	page := get(t, h, "GET", "/ui/", "").Body.String()
-	i := strings.Index(page, "/ui/static/app.js?v=")
-	versioned := page[i : i+len("/ui/static/app.js?v=")+12]
-	if w := get(t, h, "GET", versioned, ""); w.Code != 200 || !strings.Contains(w.Header().Get("Cache-Control"), "immutable") {
+	i := strings.Index(page, "/ui/static/console.js?v=")
+	versioned := page[i : i+len("/ui/static/console.js?v=")+12]
+	w = get(t, h, "GET", versioned, "")
+	if w.Code != 200 || !strings.Contains(w.Header().Get("Cache-Control"), "immutable") {
 		t.Fatalf("%s: %d %q", versioned, w.Code, w.Header().Get("Cache-Control"))
+	}
+	// The bundle is the three scripts in order.
+	js := w.Body.String()
+	a, b, c := strings.Index(js, "window.Iggo = {"), strings.Index(js, "window.IggoCharts = {"), strings.Index(js, "const pages = {};")
+	if a < 0 || b < a || c < b {
+		t.Fatalf("console.js does not join app.js, charts.js and pages.js in order (%d %d %d)", a, b, c)
 	}
 	if w := get(t, h, "GET", "/ui/static/missing.js", ""); w.Code != 404 {
 		t.Fatalf("missing asset: %d", w.Code)
