@@ -158,7 +158,7 @@ func (f *fakeAPI) run(w http.ResponseWriter, _ *http.Request, req wire.Request, 
 	return true
 }
 
-func newTestConsole(t *testing.T, f *fakeAPI, g prometheus.Gatherer) http.Handler {
+func newTestConsole(t testing.TB, f *fakeAPI, g prometheus.Gatherer) http.Handler {
 	t.Helper()
 	c, err := New(Options{Authenticate: f.authenticate, Run: f.run, Gatherer: g, MetricsEndpoint: "/metrics"})
 	if err != nil {
@@ -323,4 +323,45 @@ func TestNewNeedsTheAPI(t *testing.T) {
 	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "required") {
 		t.Fatalf("New without the API's hooks: %v", err)
 	}
+}
+
+// FuzzConsoleRequest sends arbitrary paths and query strings to the
+// console: every answer is a page, an asset, a redirect or the error JSON,
+// never a panic, and nothing outside /ui reaches the console.
+func FuzzConsoleRequest(f *testing.F) {
+	for _, s := range []string{"/ui/", "/ui/streams/1/topics/2", "/ui/api/group-offsets?stream=1&topic=2&group=3&from=4&count=5",
+		"/ui/api/summary", "/ui/static/app.js?v=1", "/ui//x", "/uix", "/ui/streams/%00", "/ui/api/group-offsets?stream=&count=-1"} {
+		f.Add(s)
+	}
+	h := newTestConsole(f, &fakeAPI{offsets: map[uint32][2]uint64{1: {2, 1}}}, prometheus.NewRegistry())
+	f.Fuzz(func(t *testing.T, target string) {
+		if !strings.HasPrefix(target, "/") {
+			target = "/" + target
+		}
+		r, err := http.NewRequest("GET", "http://x"+target, nil)
+		if err != nil {
+			return
+		}
+		r.Header.Set("Authorization", "Bearer ok")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		inside := r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/")
+		switch {
+		case !inside:
+			if w.Code != 299 {
+				t.Fatalf("%q (path %q) reached the console: %d", target, r.URL.Path, w.Code)
+			}
+		case w.Code == 200 || w.Code == 301 || w.Code == 304:
+		case w.Code == 400 || w.Code == 404:
+			var e struct {
+				ID   int    `json:"id"`
+				Code string `json:"code"`
+			}
+			if json.Unmarshal(w.Body.Bytes(), &e) != nil || e.ID != w.Code || e.Code == "" {
+				t.Fatalf("%q: %d with body %q", target, w.Code, w.Body.String())
+			}
+		default:
+			t.Fatalf("%q: status %d", target, w.Code)
+		}
+	})
 }
