@@ -107,3 +107,60 @@ func TestUserSeesOnlyWhatItMay(t *testing.T) {
 		t.Fatalf("%d users listed to a user without read_users", n)
 	}
 }
+
+// TestUsersAndTokens: root creates a user from the form with one global
+// permission, grants it another and a stream's read from the permissions
+// editor, and creates a personal access token that then logs in on the
+// login page; the API holds every change.
+func TestUsersAndTokens(t *testing.T) {
+	s := startUI(t)
+	api := rootHTTP(t, s)
+	base := s.HTTPURL()
+	b := newBrowser(t)
+	b.login(base, "iggy", "iggy")
+	b.run(chromedp.Navigate(base + "/ui/users"))
+	b.waitJS(`document.querySelectorAll('#users tbody tr[data-user]').length === 1`)
+	b.run(keys(`#create-user input[name=username]`, "ops"), keys(`#create-user input[name=password]`, "ops-password"),
+		click(`#create-user input[name=n_read_servers]`), submit(`#create-user`))
+	b.waitFlash("User ops created")
+	b.waitJS(`document.querySelectorAll('#users tbody tr[data-user]').length === 2`)
+	type perms struct {
+		Global  map[string]bool           `json:"global"`
+		Streams map[string]map[string]any `json:"streams"`
+	}
+	var u struct {
+		ID          uint32 `json:"id"`
+		Permissions *perms `json:"permissions"`
+	}
+	call(t, api, http.MethodGet, "/users/ops", nil, &u)
+	if u.Permissions == nil || !u.Permissions.Global["read_servers"] || u.Permissions.Global["send_messages"] {
+		t.Fatalf("created user's permissions %+v", u.Permissions)
+	}
+
+	b.run(click(fmt.Sprintf(`#users tbody tr[data-user="%d"] button`, u.ID)))
+	b.waitJS(`!document.querySelector('#user-card').hidden && document.querySelector('#perm-global input[name=g_read_servers]').checked`)
+	b.run(click(`#perm-global input[name=g_send_messages]`),
+		setValue(`#perm-streams`, `{"7": {"read_stream": true, "read_topics": true}}`), submit(`#user-perms`))
+	b.waitFlash("Permissions of ops saved")
+	call(t, api, http.MethodGet, "/users/ops", nil, &u)
+	if !u.Permissions.Global["send_messages"] || !u.Permissions.Global["read_servers"] || u.Permissions.Streams["7"]["read_stream"] != true {
+		t.Fatalf("permissions after the editor: %+v", u.Permissions)
+	}
+
+	// A token from the form, shown once, logs in.
+	b.run(keys(`#create-pat input[name=name]`, "console-test"), submit(`#create-pat`))
+	b.waitJS(`document.querySelector('#pat-raw code') !== null`)
+	token := b.text(`#pat-raw code`)
+	var pats []struct {
+		Name string `json:"name"`
+	}
+	call(t, api, http.MethodGet, "/personal-access-tokens", nil, &pats)
+	if len(pats) != 1 || pats[0].Name != "console-test" || len(token) < 20 {
+		t.Fatalf("tokens %+v, raw %q", pats, token)
+	}
+	b.waitJS(`[...document.querySelectorAll('#pats tbody td')].some(td => td.innerText === 'console-test')`)
+	b.run(click(`#logout`))
+	b.waitJS(`location.pathname === '/ui/login'`)
+	b.run(keys(`#login-pat`, token), submit(`#pat-form`))
+	b.waitJS(`document.body.dataset.page === 'cluster' && document.querySelector('#whoami').innerText === 'iggy'`)
+}
