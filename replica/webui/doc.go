@@ -3,7 +3,8 @@
 // CSS, all embedded in the binary (no Node toolchain, no CDN, no external
 // request). The pages hold no data: the browser logs in with POST
 // /users/login (or a personal access token), keeps the JWT in the tab's
-// session storage and calls the same JSON API as any client, so the API's
+// session storage (renewed with POST /users/refresh-token when a third of
+// its lifetime is left) and calls the same JSON API as any client, so the API's
 // permissions decide what each user sees, nothing is cached past a
 // refresh, and refusals show the API's own error (Iggy's reason and code).
 //

@@ -157,3 +157,23 @@ func TestConsoleOffByDefault(t *testing.T) {
 	var streams []any
 	call(t, rootHTTP(t, s), http.MethodGet, "/streams", nil, &streams)
 }
+
+// TestTokenRenewed: with 20-second tokens, a console left open renews its
+// token before it expires (POST /users/refresh-token) and keeps working
+// past the first token's expiry instead of falling back to the login page.
+func TestTokenRenewed(t *testing.T) {
+	s := startUI(t, "IGGY_HTTP_JWT_ACCESS_TOKEN_EXPIRY=20 s")
+	b := newBrowser(t)
+	b.login(s.HTTPURL(), "iggy", "iggy")
+	first := eval[string](b, `JSON.parse(sessionStorage.getItem('iggo.console.session')).token`)
+	expiry := eval[float64](b, `JSON.parse(sessionStorage.getItem('iggo.console.session')).expiry`)
+	b.waitJS(fmt.Sprintf(`JSON.parse(sessionStorage.getItem('iggo.console.session')).token !== %q`, first))
+	// Past the first token's expiry (and the 5 s clock skew) the page still
+	// refreshes with the API's answers.
+	b.waitJS(fmt.Sprintf(`Date.now() > (%v + 6) * 1000`, expiry))
+	b.run(chromedp.Navigate(s.HTTPURL() + "/ui/streams"))
+	b.waitJS(`document.body.dataset.page === 'streams' && document.querySelector('#streams tbody').innerText.includes('No streams yet')`)
+	if p := eval[string](b, `location.pathname`); p != "/ui/streams" {
+		t.Fatalf("on %s after the first token expired", p)
+	}
+}

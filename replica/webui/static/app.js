@@ -19,7 +19,27 @@
   }
   function setSession(identity) {
     const t = identity.access_token || {};
-    sessionStorage.setItem(KEY, JSON.stringify({ user_id: identity.user_id, token: t.token, expiry: t.expiry || 0 }));
+    sessionStorage.setItem(KEY, JSON.stringify({ user_id: identity.user_id, token: t.token, expiry: t.expiry || 0, issued: Date.now() }));
+  }
+
+  // fresh renews the token (POST /users/refresh-token) once less than a
+  // third of its lifetime is left, so a console left open does not fall
+  // back to the login page every http.jwt.access_token_expiry. As in Iggy,
+  // the old token stays valid until its own expiry. One renewal at a time.
+  let renewing = null;
+  async function fresh() {
+    const s = session();
+    if (!s || !s.expiry || !s.issued) return;
+    const end = s.expiry * 1000, life = end - s.issued;
+    if (life <= 0 || end - Date.now() > life / 3) return;
+    if (!renewing) {
+      renewing = fetch('/users/refresh-token', {
+        method: 'POST', cache: 'no-store', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: s.token }),
+      }).then(async res => {
+        if (res.ok) setSession(await res.json());
+      }).catch(() => { /* the current token is used until it expires */ }).finally(() => { renewing = null; });
+    }
+    await renewing;
   }
   function clearSession() { sessionStorage.removeItem(KEY); }
 
@@ -50,6 +70,7 @@
   // page. Nothing is cached: every call goes to the node.
   async function api(method, path, payload, opts) {
     opts = opts || {};
+    if (!opts.anonymous) await fresh();
     const s = session();
     if (!s && !opts.anonymous) {
       toLogin();
