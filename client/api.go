@@ -26,6 +26,18 @@ func (c *Client) GetStats(ctx context.Context) (wire.Stats, error) {
 	return wire.DecodeStats(p)
 }
 
+// GetStatsExtended returns server statistics with iggo's trailer (the
+// messages' size before compression at rest). A server without the
+// extension (Iggy's) refuses it or answers without the trailer
+// (Stats.Extended false).
+func (c *Client) GetStatsExtended(ctx context.Context) (wire.Stats, error) {
+	p, err := c.call(ctx, &wire.GetStats{Extended: true})
+	if err != nil {
+		return wire.Stats{}, err
+	}
+	return wire.DecodeStats(p)
+}
+
 // GetSnapshot returns a ZIP archive of diagnostics.
 func (c *Client) GetSnapshot(ctx context.Context, compression uint8, types []uint8) (wire.SnapshotFile, error) {
 	p, err := c.call(ctx, &wire.GetSnapshotFile{Compression: compression, Types: types})

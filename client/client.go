@@ -227,10 +227,17 @@ func (c *Client) KnownNodes() []string {
 }
 
 func (c *Client) budget(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= c.cfg.RequestTimeout {
+	return c.budgetPlus(ctx, 0)
+}
+
+// budgetPlus is budget for a request the server may hold for extra (a
+// waiting poll).
+func (c *Client) budgetPlus(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
+	limit := c.cfg.RequestTimeout + extra
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= limit {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	return context.WithTimeout(ctx, limit)
 }
 
 // Login logs in with a username and password: fresh client id, Register,
@@ -638,6 +645,10 @@ type stampState struct {
 	gen     uint64
 	stamped bool
 	request uint64
+	// waiting marks a poll the server may hold (the wait extension): a
+	// TransientNotAccepted answer (no waiting slot free) goes back to the
+	// caller instead of being replayed.
+	waiting bool
 }
 
 // errLeaderCheck asks the caller to run a leader check: the request was
@@ -726,6 +737,9 @@ func (c *Client) roundTrip(ctx context.Context, code wire.CommandCode, op wire.O
 			// Outcome unknown: only this session may replay it, with the
 			// same request number, so the server can answer from its table.
 		case wire.HasCode(err, wire.CodeTransientNotAccepted):
+			if st.waiting {
+				return nil, err
+			}
 			if op != wire.OpRegister && time.Now().After(notAccepted) {
 				return nil, &errLeaderCheck{err: err}
 			}
@@ -791,6 +805,11 @@ func (c *Client) stampLocked(frame []byte, code wire.CommandCode, op wire.Operat
 // when the failure proves the request did not apply or it is safe to
 // repeat.
 func (c *Client) call(ctx context.Context, req wire.Request) ([]byte, error) {
+	return c.callPlus(ctx, req, 0)
+}
+
+// callPlus is call for a request the server may hold for extra.
+func (c *Client) callPlus(ctx context.Context, req wire.Request, extra time.Duration) ([]byte, error) {
 	code := req.Code()
 	op := code.Operation()
 	if op == wire.OpRegister || op == wire.OpLogout || code == wire.CmdLoginUser || code == wire.CmdLoginWithPersonalAccessToken {
@@ -805,9 +824,9 @@ func (c *Client) call(ctx context.Context, req wire.Request) ([]byte, error) {
 	if len(frame) > int(c.cfg.MaxFrameSize) {
 		return nil, wire.Errorf(wire.CodeInvalidCommand, "request frame of %d bytes exceeds %d", len(frame), c.cfg.MaxFrameSize)
 	}
-	ctx, cancel := c.budget(ctx)
+	ctx, cancel := c.budgetPlus(ctx, extra)
 	defer cancel()
-	st := stampState{}
+	st := stampState{waiting: extra > 0}
 	recoveries := 0
 	for {
 		c.connMu.RLock()

@@ -134,16 +134,67 @@ func (c *Client) partitionsCount(ctx context.Context, stream, topic wire.Identif
 }
 
 // PollMessages polls with any strategy. A group consumer without an
-// explicit partition is served by PollGroup.
+// explicit partition is served by PollGroup, or with a wait by
+// pollGroupWaiting.
+//
+// req.WaitMillis > 0 uses iggo's wait extension: a poll that finds nothing
+// is held by the server until a message arrives or the wait ends (the
+// call's budget is RequestTimeout plus the wait). The connection is
+// lockstep, so other calls on this client wait meanwhile. A server without
+// the extension (Iggy's) answers at once.
 func (c *Client) PollMessages(ctx context.Context, req wire.PollMessages) (wire.PolledMessages, error) {
 	if req.Consumer.Kind == wire.ConsumerKindGroup && !req.Partition.Set {
+		if req.WaitMillis > 0 {
+			return c.pollGroupWaiting(ctx, req)
+		}
 		return c.PollGroup(ctx, req.StreamID, req.TopicID, req.Consumer.ID, req.Strategy, req.Count, req.AutoCommit)
 	}
-	p, err := c.call(ctx, &req)
+	p, err := c.callPlus(ctx, &req, time.Duration(req.WaitMillis)*time.Millisecond)
 	if err != nil {
 		return wire.PolledMessages{}, err
 	}
 	return wire.DecodePollReply(p)
+}
+
+// pollGroupWaiting is a waiting consumer-group poll. It makes sure the
+// caller is a member (joining as PollGroup does) and sends the poll
+// without a partition, so the server waits on every partition the member
+// owns and answers from whichever gets a message first.
+func (c *Client) pollGroupWaiting(ctx context.Context, req wire.PollMessages) (wire.PolledMessages, error) {
+	none := wire.PolledMessages{PartitionID: wire.NoAssignedPartition}
+	wait := time.Duration(req.WaitMillis) * time.Millisecond
+	for attempt := 0; attempt < c.cfg.GroupPollAttempts; attempt++ {
+		parts, err := c.ensureAssignment(ctx, req.StreamID, req.TopicID, req.Consumer.ID)
+		if err != nil {
+			return wire.PolledMessages{}, err
+		}
+		if len(parts) == 0 {
+			// Nothing to wait on here: behave like a wait that ended.
+			if err := c.sleep(ctx, min(wait, c.cfg.GroupAssignmentRefresh)); err != nil {
+				return wire.PolledMessages{}, err
+			}
+			c.groups.drop(req.StreamID, req.TopicID, req.Consumer.ID)
+			return none, nil
+		}
+		p, err := c.callPlus(ctx, &req, wait)
+		if err != nil {
+			if wire.HasCode(err, wire.CodeConsumerGroupMemberNotFound) || wire.HasCode(err, wire.CodeConsumerGroupPartitionNotOwned) {
+				c.groups.drop(req.StreamID, req.TopicID, req.Consumer.ID)
+				continue
+			}
+			return wire.PolledMessages{}, err
+		}
+		polled, err := wire.DecodePollReply(p)
+		if err != nil {
+			return wire.PolledMessages{}, err
+		}
+		if polled.PartitionID == wire.ResyncPartition && polled.MessagesCount == 0 {
+			c.groups.drop(req.StreamID, req.TopicID, req.Consumer.ID)
+			continue
+		}
+		return polled, nil
+	}
+	return none, nil
 }
 
 // PollGroup polls as a consumer-group member: it syncs the assignment

@@ -24,6 +24,7 @@ func encryptedConfig(dir, key string) *config.Config {
 	cfg := config.Default()
 	cfg.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Address = "127.0.0.1:0" // loopback only, and no fixed port shared with other tests
 	cfg.Sharding.PinCores = false
 	cfg.Logging.FileEnabled = false
 	if key != "" {

@@ -86,7 +86,7 @@ func (n *Node) newPlane() error {
 	pc.Listener = n.opts.ReplicaListener
 	pc.Logger = n.log
 	pc.Deliver = n.deliverFrame
-	if n.atRest.codec != nil {
+	if n.atRest.sealed() {
 		pc.DataKeyID = codec.KeyID(n.atRest.key)
 	}
 	t, err := plane.New(pc)

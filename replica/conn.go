@@ -75,7 +75,8 @@ type conn struct {
 	// that revoked them (a CLI deleting the token it logged in with).
 	busy           atomic.Bool
 	revokedSession atomic.Bool
-	rr             uint32 // group polls without a partition: round robin over owned partitions
+	rr             uint32   // group polls without a partition: round robin over owned partitions
+	lp             connWait // long polling (conn_wait.go)
 }
 
 func newConn(n *Node, shardIdx int, nc net.Conn) *conn {

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/codec"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/vsr"
@@ -104,22 +105,25 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 	}
 	c.t.kind, c.t.ns, c.t.rev, c.t.user = tkSend, tg.ns, tg.rev, uid
 	c.t.body, c.t.owned = req.Batch.Bytes(), false
-	if c.n.atRest.codec != nil {
-		// Encrypted once here, before the prepare: the journal, every
-		// replica and the segments hold the same stored bytes. A cluster
-		// node encodes into a fresh buffer the prepare may keep, instead
-		// of reusing one the owning shard would have to copy.
+	if alg := topicAlgorithm(tp.Config.Compression); c.n.atRest.sealed() || alg != codec.None {
+		// Compressed and encrypted once here, before the prepare: the
+		// journal, every replica and the segments hold the same stored
+		// bytes. A cluster node encodes into a fresh buffer the prepare
+		// may keep, instead of reusing one the owning shard would have to
+		// copy.
 		dst := c.ebuf[:0]
 		if c.n.replicaCount > 1 {
 			dst = nil
 		}
-		enc, code := c.n.encodeSend(dst, req.Batch)
+		enc, changed, code := c.n.encodeSend(dst, req.Batch, alg)
 		if code != 0 {
 			return c.status(h, code)
 		}
-		c.t.body, c.t.owned = enc, c.n.replicaCount > 1
-		if !c.t.owned {
-			c.ebuf = enc
+		if changed {
+			c.t.body, c.t.owned = enc, c.n.replicaCount > 1
+			if !c.t.owned {
+				c.ebuf = enc
+			}
 		}
 	}
 	ok := c.run(tg.shard)
@@ -285,57 +289,86 @@ func (c *conn) poll(h *wire.RequestHeader, body []byte) bool {
 		// end of the partition; the status says what is wrong instead.
 		return c.refuseBody(h, "poll_messages body", err)
 	}
+	if req.WaitMillis > 0 {
+		return c.pollWaiting(h, &req)
+	}
+	var st pollStep
+	if replied, ok := c.pollOnce(h, &req, &st); replied {
+		return ok
+	}
+	return c.pollFinish(h)
+}
+
+// pollStep is what pollOnce resolved: the partition it polled and, for a
+// consumer-group poll without a partition, how many partitions the member
+// owns (1 otherwise).
+type pollStep struct {
+	tg    target
+	owned int
+}
+
+// pollOnce resolves a poll and runs it on the owning shard, leaving the
+// result in c.t.poll. replied says the request was answered already (a
+// refusal or a resync), with ok false when the connection must close.
+func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollStep) (replied, ok bool) {
 	view := c.n.store.View()
-	st, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
+	st0, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
 	if code != 0 {
-		return c.status(h, code)
+		return true, c.status(h, code)
 	}
 	uid := c.user()
-	if !view.Allowed(uid, metadata.ActionPollMessages, st.ID, tp.ID) {
-		return c.status(h, wire.CodeUnauthorized)
+	if !view.Allowed(uid, metadata.ActionPollMessages, st0.ID, tp.ID) {
+		return true, c.status(h, wire.CodeUnauthorized)
 	}
 	key, g, code := consumerKey(tp, req.Consumer)
 	if code != 0 {
-		return c.status(h, code)
+		return true, c.status(h, code)
 	}
 	pid := uint32(0)
 	if req.Partition.Set {
 		pid = req.Partition.ID
 	}
+	st.owned = 1
 	if g != nil {
 		client := c.clientID()
 		if req.Partition.Set {
 			if !g.Owns(client, pid) {
-				return c.emptyPoll(h, wire.ResyncPartition, 0)
+				return true, c.emptyPoll(h, wire.ResyncPartition, 0)
 			}
 		} else {
 			_, owned, ok := g.Assignment(client)
 			if !ok || len(owned) == 0 {
-				return c.emptyPoll(h, wire.ResyncPartition, 0)
+				return true, c.emptyPoll(h, wire.ResyncPartition, 0)
 			}
 			pid = owned[c.rr%uint32(len(owned))]
 			c.rr++
+			st.owned = len(owned)
 		}
 	}
-	tg, code := c.target(st, tp, pid)
+	tg, code := c.target(st0, tp, pid)
 	if code != 0 {
-		return c.status(h, code)
+		return true, c.status(h, code)
 	}
+	st.tg = tg
 	c.t.kind, c.t.ns, c.t.rev, c.t.user, c.t.key = tkPoll, tg.ns, tg.rev, uid, key
 	c.t.strategy, c.t.count, c.t.auto = req.Strategy, req.Count, req.AutoCommit
 	if !c.run(tg.shard) {
-		return false
+		return true, false
 	}
 	if c.t.status != 0 {
-		return c.status(h, wire.Code(c.t.status))
+		return true, c.status(h, wire.Code(c.t.status))
 	}
-	if c.n.atRest.codec != nil && len(c.t.poll.parts) > 0 {
-		buf, parts, code := c.n.decodePoll(c.dbuf, c.t.poll.parts)
+	return false, true
+}
+
+// pollFinish answers with the records pollOnce left in c.t.poll.
+func (c *conn) pollFinish(h *wire.RequestHeader) bool {
+	if (c.n.atRest.sealed() || c.t.poll.compressed) && len(c.t.poll.parts) > 0 {
+		buf, code := c.n.decodePoll(c.dbuf, &c.t.poll)
 		c.dbuf = buf
 		if code != 0 {
 			return c.status(h, code)
 		}
-		c.t.poll.parts = append(c.t.poll.parts[:0], parts...)
 	}
 	return c.pollReply(h)
 }

@@ -104,6 +104,7 @@ func (c *conn) nonReplicated(h *wire.RequestHeader, body []byte) bool {
 			return deny()
 		}
 		s := c.n.stats(view)
+		s.Extended = r.Extended
 		return c.okPayload(h, &s)
 	case *wire.GetSnapshotFile:
 		if !view.Allowed(uid, metadata.ActionGetSnapshot, 0, 0) {

@@ -66,12 +66,16 @@
 // committed batch with the same (partition_id, base_offset, prepare
 // timestamp), so their segments are byte-identical.
 //
-// # Encryption at rest
+// # Compression and encryption at rest
 //
-// With encryption.enabled the connection encodes the verified batch into
-// its stored form (package codec: AES-256-GCM over every payload and every
-// non-empty user-headers block, frame and batch checksums recomputed over
-// the stored bytes) before it hands it to the owning shard, so the prepare
+// A topic whose compression_codec is gzip, zstd or lz4 (Iggy's
+// compression_algorithm = gzip means gzip), and every topic when
+// encryption.enabled, has the connection encode the verified batch into
+// its stored form (package codec: the messages' bytes compressed into one
+// block in frame 0, then sealed with AES-256-GCM when encryption is on;
+// without compression every payload and every non-empty user-headers block
+// sealed; frame and batch checksums recomputed over the stored bytes)
+// before it hands it to the owning shard, so the prepare
 // body, the journal entry of every replica, the segments and the state
 // transfer artifacts all hold the same sealed bytes, and a backup that
 // forwards a send forwards its stored form (it is never sealed twice). A
@@ -79,17 +83,41 @@
 // the reply); a cluster node encodes into a fresh one the prepare keeps,
 // instead of the copy the owning shard would make. A stored batch that no
 // longer fits a prepare (28 bytes more per sealed section) is refused with
-// InvalidMessagesSize (4036). A poll's records are decoded on the
-// connection (never on the shard loop) into its own buffer: sections
-// opened, lengths and checksums recomputed over the plaintext, which is
-// what Iggy's SDKs verify; a section that does not open answers
-// CannotDecryptData (72). At boot, before anything under path is read,
+// InvalidMessagesSize (4036); a batch compression does not make smaller is
+// stored uncompressed. A poll's records are decoded on the connection
+// (never on the shard loop) into its own buffer: decompressed, sections
+// opened, lengths and checksums recomputed over the bytes sent, which is
+// what Iggy's SDKs verify; a record that does not decode answers
+// CannotDecryptData (72) under encryption, Error (1) otherwise. Without
+// encryption records that are not compressed go to the socket as read. A
+// compressed record is never cut on the shard: the poll hands it whole
+// with the range to keep (pollResult.cuts), cut after decoding. The
+// journal holds the stored form too (it is the prepare body). Segment
+// sizes, retention and max_topic_size count stored bytes; GET_STATS with
+// iggo's extension also reports the original size (partition_sizes.go).
+// At boot, before anything under path is read,
 // {path}/encryption_key_check (codec.KeyCheck: an HMAC of a constant under
 // the key, never the key) refuses a wrong key, a directory written with a
 // key started without one, and a key on a directory written without; a
 // new directory with encryption on gets the file. Cluster nodes also
 // compare a key id in the replica-plane handshake (package plane), so a
 // node keyed differently never links.
+//
+// # Long polling
+//
+// A poll carrying iggo's wait extension (wire.PollMessages.WaitMillis)
+// that finds no message waits on its connection goroutine (conn_wait.go,
+// package longpoll), never on a shard loop: the poll task reports the
+// offset it needs, the connection registers it with the partition's feed
+// and blocks on a channel, and the owning shard's publish after the
+// segment write of applied batches (partition.publish) wakes it; it then
+// polls again. Every replica publishes its own applies, so a poll on a
+// backup waits for that backup's commit. A consumer-group poll without a
+// partition polls every partition the member owns before it waits on all
+// of them. Waits are cut to long_poll.max_wait and bounded by
+// long_poll.waiters_max per node and waiters_per_connection (refused with
+// 58; with waiters_max = 0 with 5); a deleted partition closes its feed
+// and wakes its waiters; node shutdown ends every wait.
 //
 // # Cluster mode
 //
@@ -307,6 +335,9 @@
 //	    segments-{op:020}                   cluster mode: its segment list, below
 //	    transfer/artifact-{id}              cluster mode: state transfer staging
 //	    purge.gen                           u64 purge generation ‖ XXH3-64
+//	    compressed                          empty: some record's stored form
+//	                                        differs from what was sent (its
+//	                                        original size is read at open)
 //	{path}/quarantine/{s}-{t}-{p}-{unix ns}/ cluster mode: unknown or damaged partition storage
 //	{path}/encryption_key_check             encryption at rest: key check (codec)
 //	{path}/state/log                        Iggy's legacy file, empty
@@ -370,8 +401,8 @@
 //
 // Partition groups (the operation byte says which):
 //
-//	160 send            the message batch, as sent (with encryption at
-//	                    rest its stored form, package codec)
+//	160 send            the message batch in its stored form (package
+//	                    codec: as sent, compressed, sealed)
 //	161 store offset    [kind u8][id u32][offset u64][flags u8: bit 0 auto-commit]
 //	162 delete offset   [kind u8][id u32]
 //	170 purge           [generation u64]

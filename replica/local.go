@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -68,6 +69,9 @@ type LocalSession struct {
 
 	data chan *conn // idle data conns
 	made chan struct{}
+	// waits counts the session's waiting polls over all its conns
+	// (long_poll.waiters_per_connection holds for the session).
+	waits longpoll.Slots
 }
 
 // OpenLocalSession opens a session of user (already authenticated by the
@@ -107,6 +111,7 @@ func (s *LocalSession) newConn() *conn {
 	cc := &capture{addr: localAddr(s.addr)}
 	c := newConn(s.n, 0, cc)
 	c.transport = s.transport
+	c.lp.slots = &s.waits
 	return c
 }
 
@@ -236,7 +241,9 @@ func (s *LocalSession) exchange(ctx context.Context, c *conn, h *wire.RequestHea
 		h.Put(frame[:wire.HeaderSize])
 		capOf(c).buf = capOf(c).buf[:0]
 		start := time.Now()
+		c.lp.cancel = ctx.Done() // a waiting poll ends when the request does
 		ok := c.handle(frame)
+		c.lp.cancel = nil
 		s.n.metrics.ObserveRequest(s.transport, frame, time.Since(start))
 		return ok, capOf(c).buf, nil
 	}, fn)

@@ -28,6 +28,7 @@ import (
 	"github.com/iggo/iggo/replica/gossip"
 	"github.com/iggo/iggo/replica/httpapi"
 	"github.com/iggo/iggo/replica/limitlog"
+	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/plane"
@@ -156,8 +157,11 @@ type Node struct {
 	httpLn, metricsLn       net.Listener
 	httpBound, metricsBound string
 
-	clients   clientRegistry
-	audit     *audit.Log
+	clients clientRegistry
+	audit   *audit.Log
+	// waits parks polls that wait for messages (long_poll.*; conn_wait.go).
+	waits     *longpoll.Hub
+	waitMax   time.Duration
 	partStats sync.Map // shard.Namespace → *partStats
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
 
@@ -228,6 +232,9 @@ func New(opts Options) (*Node, error) {
 	n.atRest = ar
 	n.audit = audit.New(audit.Config{PerSecond: opts.Config.Logging.AuditLinesPerSecond,
 		ClientPerSecond: opts.Config.Logging.AuditClientLinesPerSecond}, log.Named("audit"))
+	lp := opts.Config.LongPoll
+	n.waits = longpoll.New(longpoll.Limits{Node: lp.WaitersMax, Conn: lp.WaitersPerConnection})
+	n.waitMax = lp.MaxWait.Duration
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()

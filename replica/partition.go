@@ -16,6 +16,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/codec"
+	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard"
@@ -58,6 +60,7 @@ type partStats struct {
 	current  atomic.Uint64
 	size     atomic.Uint64
 	messages atomic.Uint64
+	original atomic.Uint64 // size before compression (partition_sizes.go)
 	// appendedMsgs and appendedBytes count what this node appended since
 	// it started (the metrics' per-topic counters; batches the segments
 	// already held at a replay are not counted).
@@ -108,6 +111,9 @@ type partition struct {
 	avgRecord    float64
 
 	stats *partStats
+	// feed wakes polls waiting for this partition's messages (publish).
+	feed *longpoll.Feed
+	orig origSizes
 
 	// State transfer (transfer_partition.go, cluster mode).
 	segCfg     segment.Config
@@ -230,6 +236,10 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
 	}
 	p.seg = seg
 	p.written = seg.NextOffset()
+	if err := p.openOrigSizes(); err != nil {
+		_ = seg.Close()
+		return nil, err
+	}
 	p.diskGen, err = readPurgeGen(sh.fs, dir)
 	if err != nil {
 		_ = seg.Close()
@@ -262,6 +272,7 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
 	sh.parts[ns] = p
 	sh.drive()
 	p.g.bootBodies = nil
+	p.feed = sh.n.waits.Open(uint64(ns), spec.revision)
 	p.publish()
 	return p, nil
 }
@@ -420,6 +431,7 @@ func (p *partition) applySend(h *vsr.Header, body []byte) []byte {
 		if base != p.written {
 			panic(fmt.Sprintf("replica: partition %s op %d: batch at %d leaves a hole after %d", p.ns, h.Op(), base, p.written))
 		}
+		p.markCompressed(body)
 		p.pending = append(p.pending, body)
 		p.written = base + n
 		p.stats.appendedMsgs.Add(n)
@@ -466,6 +478,7 @@ func (p *partition) flushSegments() {
 			p.unhinted += uint64(len(r))
 		}
 		p.followAppend(st, p.pending[:st.Records])
+		p.noteWritten(st.Segment, p.pending[:st.Records])
 		p.releaseWritten(st.Records)
 		p.pending = p.pending[st.Records:]
 	}
@@ -524,6 +537,13 @@ func (p *partition) publish() {
 	}
 	s.size.Store(uint64(p.seg.Size()))
 	s.messages.Store(p.seg.MessageCount())
+	if err := p.reconcileOrig(); err != nil {
+		p.log.Error("original sizes", zap.Error(err))
+	}
+	s.original.Store(p.orig.total)
+	// Polls waiting for these messages wake now: the records are in the
+	// segments, where the next poll reads them.
+	p.feed.Publish(min(p.next, p.seg.NextOffset()))
 }
 
 // ---------------------------------------------------------------------------
@@ -960,9 +980,36 @@ type pollResult struct {
 	lastOffset uint64
 	parts      [][]byte
 	hdrs       [2][wire.BatchHeaderSize]byte
+	// An empty poll that may wait (long polling): it would find messages
+	// once the partition's visible end passes need.
+	waitable bool
+	need     uint64
+	// compressed: some part is a compressed record (codec.Compressed),
+	// which the connection must decode; those that overrun the poll's
+	// range come whole, with the range to keep in cuts.
+	compressed bool
+	cuts       [2]pollCut
+	ncut       int
 	// consumer offset reads
 	found  bool
 	stored uint64
+}
+
+// pollCut is the part of a whole compressed record a poll returns: count
+// messages from offset from (offsets are dense).
+type pollCut struct {
+	part  int
+	from  uint64
+	count uint32
+}
+
+func (r *pollResult) cutOf(part int) (pollCut, bool) {
+	for _, c := range r.cuts[:r.ncut] {
+		if c.part == part {
+			return c, true
+		}
+	}
+	return pollCut{}, false
 }
 
 // poll serves a poll on the owning shard: it finds the start offset, copies
@@ -972,7 +1019,13 @@ func (p *partition) poll(t *task) {
 	r := &t.poll
 	r.partition, r.current, r.count = p.id, p.current(), 0
 	r.parts = r.parts[:0]
-	if p.next == 0 || t.count == 0 {
+	r.waitable, r.need = false, 0
+	r.compressed, r.ncut = false, 0
+	if t.count == 0 {
+		return
+	}
+	if p.next == 0 {
+		r.waitable = true
 		return
 	}
 	first := p.seg.FirstOffset()
@@ -987,6 +1040,7 @@ func (p *partition) poll(t *task) {
 			return
 		}
 		if !ok {
+			r.waitable, r.need = true, p.next
 			return
 		}
 		start = ri.BaseOffset
@@ -1006,6 +1060,7 @@ func (p *partition) poll(t *task) {
 	}
 	start = max(start, first)
 	if start > r.current {
+		r.waitable, r.need = true, start
 		return
 	}
 	limit := p.sh.n.pollBufferMax
@@ -1056,11 +1111,29 @@ func (p *partition) poll(t *task) {
 		if base+uint64(mc) <= from {
 			continue
 		}
+		compressed := codec.Compressed(rec[wire.BatchHeaderSize:])
+		r.compressed = r.compressed || compressed
 		if base >= from && mc <= remaining {
 			r.parts = append(r.parts, rec)
 			r.count += mc
 			remaining -= mc
 			from = base + uint64(mc)
+			continue
+		}
+		if compressed {
+			// Its messages all sit in its first frame: it goes whole, and
+			// the connection cuts it after decoding.
+			if r.ncut == len(r.cuts) {
+				panic(fmt.Sprintf("replica: partition %s: poll cut more than two records", p.ns))
+			}
+			at := max(from, base)
+			take := uint32(min(base+uint64(mc), at+uint64(remaining)) - at)
+			r.cuts[r.ncut] = pollCut{part: len(r.parts), from: at, count: take}
+			r.ncut++
+			r.parts = append(r.parts, rec)
+			r.count += take
+			remaining -= take
+			from = at + uint64(take)
 			continue
 		}
 		v, err := wire.ParseBatch(rec)
@@ -1233,6 +1306,7 @@ func (p *partition) proposeRetention(t *metadata.Topic, now uint64) {
 
 // close releases the partition's files.
 func (p *partition) close() {
+	p.feed.Close()
 	if p.g != nil && !p.g.closed {
 		p.g.drop(uint32(wire.CodePartitionNotFound))
 	}

@@ -93,6 +93,8 @@ func (t *task) failStatus(code uint32) { t.status = code }
 func (t *task) resetResult() {
 	t.status, t.vstatus, t.evict, t.op, t.reply = 0, 0, 0, 0, nil
 	t.poll.count, t.poll.parts, t.poll.found = 0, t.poll.parts[:0], false
+	t.poll.waitable, t.poll.need = false, 0
+	t.poll.compressed, t.poll.ncut = false, 0
 }
 
 // shardLoop is one shard's handler: the consensus groups it owns (the
@@ -397,6 +399,7 @@ func (sh *shardLoop) flushSegments() {
 				p.unhinted += uint64(len(r))
 			}
 			p.followAppend(s.st, p.pending[:s.n])
+			p.noteWritten(s.st.Segment, p.pending[:s.n])
 			p.releaseWritten(s.n)
 			p.pending = p.pending[s.n:]
 			if len(p.pending) > 0 {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/wire"
 )
@@ -221,6 +222,7 @@ func (n *Node) stats(view *metadata.State) wire.Stats {
 	n.partStats.Range(func(_, v any) bool {
 		ps := v.(*partStats)
 		s.MessagesSizeBytes += ps.size.Load()
+		s.MessagesOriginalSizeBytes += ps.original.Load()
 		s.MessagesCount += ps.messages.Load()
 		s.Segments += ps.segments.Load()
 		return true
@@ -254,10 +256,12 @@ func (n *Node) logSysinfo() {
 		zap.Uint32("clients", s.ClientsCount),
 		zap.Uint64("messages", s.MessagesCount),
 		size("messages_size", s.MessagesSizeBytes),
+		size("messages_size_original", s.MessagesOriginalSizeBytes),
 		size("read", s.ReadBytes),
 		size("written", s.WrittenBytes),
 		zap.Uint32("threads", s.ThreadsCount),
-		zap.Int("open_fds", fds))
+		zap.Int("open_fds", fds),
+		longPollField(n.waits.Stats()))
 }
 
 // snapshotZip builds the GET_SNAPSHOT_FILE archive. Stored and Deflated are
@@ -363,4 +367,13 @@ func processList() []byte {
 		fmt.Fprintf(&b, "%d %s\n", pid, strings.TrimSpace(string(comm)))
 	}
 	return b.Bytes()
+}
+
+// longPollField summarises long polling for the sysinfo line: polls
+// waiting now, wake-ups and expiries so far, refused waits, and the
+// publish-to-written-reply latency of woken polls.
+func longPollField(s longpoll.Stats) zap.Field {
+	return zap.Dict("long_poll", zap.Int64("waiting", s.Waiting), zap.Uint64("woken", s.Woken),
+		zap.Uint64("expired", s.Expired), zap.Uint64("refused", s.Refused),
+		zap.Duration("delivery_p50", s.P50), zap.Duration("delivery_p99", s.P99), zap.Duration("delivery_max", s.Max))
 }

@@ -52,7 +52,11 @@
 // but each payload and each non-empty user-headers block is stored sealed
 // (12-byte nonce ‖ ciphertext ‖ 16-byte tag), the two lengths are the
 // sealed lengths, and both checksums cover the stored bytes: this package
-// verifies and serves records without the key.
+// verifies and serves records without the key. With compression at rest a
+// record keeps its header and its message_count frames, but frame 0 holds
+// every message's bytes in one compressed block (its user-headers
+// section, payload empty) and the other frames are bare 48-byte headers
+// (package replica/codec has the block layout); the same checks apply.
 //
 // A record covers the offsets [base_offset, base_offset+message_count). The
 // first record of a segment starts at the segment's start offset and each

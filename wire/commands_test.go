@@ -49,6 +49,7 @@ func sampleRequests() []Request {
 		&LoginRegisterWithPAT{Version: sampleVersion(), Token: "tok", Context: []byte{1}},
 		&PollMessages{Consumer: GroupConsumer(g), StreamID: s, TopicID: t, Partition: SomePartition(2), Strategy: PollFromTimestamp(123), Count: 10, AutoCommit: true},
 		&PollMessages{Consumer: SingleConsumer(NumericID(0)), StreamID: s, TopicID: t, Strategy: PollFromNext(), Count: 1},
+		&PollMessages{Consumer: SingleConsumer(NumericID(0)), StreamID: s, TopicID: t, Strategy: PollFromNext(), Count: 1, WaitMillis: 30000},
 		&SendMessages{StreamID: s, TopicID: t, Partitioning: PartitionByKey([]byte("k1")), Messages: []Message{{ID: Uint128{Lo: 1}, Payload: []byte("a")}}},
 		&SendMessages{StreamID: s, TopicID: t, Partitioning: Balanced(), Messages: []Message{{Payload: []byte("a")}, {Payload: []byte("b")}}},
 		&FlushUnsavedBuffer{StreamID: s, TopicID: t, PartitionID: 1, Fsync: true},

@@ -144,6 +144,14 @@
 // built with the AppendTo methods of the reply types (Stream,
 // TopicDetails, ...); AppendReply adds the result section where it belongs.
 //
+// # iggo's extensions
+//
+// Two opt-in extensions that Iggy's SDKs never send, so their requests
+// decode and are answered exactly as Iggy's: POLL_MESSAGES may end with
+// the 5-byte wait extension (PollWaitTag, long polling; PollMessages
+// documents it byte by byte), and GET_STATS may carry the 1-byte body
+// StatsExtTag, which adds an 8-byte trailer to the reply (GetStats).
+//
 // # Client use
 //
 // Requests implement Request (Code, AppendBody). DecodeReply applies the

@@ -335,9 +335,11 @@ func DecodeSendConfirmations(b []byte) (SendConfirmations, error) {
 }
 
 // PollMessages is code 100 (NonReplicated):
-// [consumer][stream_id Id][topic_id Id][OptionalPartition][strategy kind u8][value u64][count u32][auto_commit u8].
+// [consumer][stream_id Id][topic_id Id][OptionalPartition][strategy kind u8][value u64][count u32][auto_commit u8],
+// optionally followed by iggo's wait extension (PollWaitTag, below).
 // Decoding is strict: consumer kind 1 or 2, partition flag and auto_commit
-// 0 or 1, strategy kind 1..5, and nothing after auto_commit.
+// 0 or 1, strategy kind 1..5, and after auto_commit nothing but exactly
+// the wait extension.
 type PollMessages struct {
 	Consumer   Consumer
 	StreamID   Identifier
@@ -346,7 +348,31 @@ type PollMessages struct {
 	Strategy   PollingStrategy
 	Count      uint32
 	AutoCommit bool
+	// WaitMillis > 0 asks an iggo server to hold a poll that finds no
+	// message for up to this many milliseconds, answering as soon as one
+	// arrives (the wait extension). 0 encodes Iggy's body unchanged.
+	WaitMillis uint32
 }
+
+// The wait extension of POLL_MESSAGES (iggo's long polling; Iggy 0.9 has
+// none). It is 5 bytes appended after auto_commit, which ends Iggy's body:
+//
+//	off  size  field
+//	  0     1  tag         u8 = PollWaitTag (0x57, 'W')
+//	  1     4  wait_ms     u32 LE, 1..4294967295: the longest the server
+//	                       may hold a poll that finds nothing
+//
+// Iggy's SDKs never write a byte after auto_commit, so their polls decode
+// exactly as before (WaitMillis 0, an immediate answer). The decoder
+// accepts after auto_commit either nothing or exactly these 5 bytes with
+// this tag and a non-zero wait; anything else (another tag, a short or
+// longer tail, wait_ms 0) is refused like any malformed body. Iggy's
+// server stops decoding at auto_commit, so an iggo client that sends the
+// extension to it gets an ordinary, immediate poll.
+const (
+	PollWaitTag     uint8 = 'W'
+	PollWaitExtSize       = 5
+)
 
 // Code implements Request.
 func (*PollMessages) Code() CommandCode { return CmdPollMessages }
@@ -365,7 +391,32 @@ func (r *PollMessages) AppendBody(dst []byte) ([]byte, error) {
 	e.u64(r.Strategy.Value)
 	e.u32(r.Count)
 	e.boolean(r.AutoCommit)
+	if r.WaitMillis > 0 {
+		e.u8(PollWaitTag)
+		e.u32(r.WaitMillis)
+	}
 	return e.result()
+}
+
+// decodePollWait reads the optional wait extension that may follow
+// auto_commit.
+func decodePollWait(d *decoder) uint32 {
+	if d.err != nil || d.remaining() == 0 {
+		return 0
+	}
+	tag := d.u8("wait tag")
+	if d.err == nil && tag != PollWaitTag {
+		d.off--
+		d.fail("wait tag", "nothing but the wait extension (tag %#x) may follow auto_commit, got %#x", PollWaitTag, tag)
+		return 0
+	}
+	ms := d.u32("wait_ms")
+	if d.err == nil && ms == 0 {
+		d.off -= 4
+		d.fail("wait_ms", "the wait extension must ask for at least 1 ms")
+		return 0
+	}
+	return ms
 }
 
 // DecodeBody implements Request.
@@ -383,6 +434,7 @@ func (r *PollMessages) DecodeBody(b []byte) error {
 	r.Strategy = PollingStrategy{Kind: kind, Value: d.u64("strategy value")}
 	r.Count = d.u32("count")
 	r.AutoCommit = strictBool(&d, "auto_commit")
+	r.WaitMillis = decodePollWait(&d)
 	return d.done()
 }
 

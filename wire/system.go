@@ -16,16 +16,49 @@ func (*Ping) AppendBody(dst []byte) ([]byte, error) { return dst, nil }
 func (*Ping) DecodeBody(b []byte) error { return emptyBody("ping request", b) }
 
 // GetStats is code 10, empty body. Reply: Stats.
-type GetStats struct{}
+//
+// Iggy's body is empty. iggo's stats extension is a 1-byte body, the tag
+// StatsExtTag (0x53, 'S'): the reply then carries, after Iggy's last field
+// (total_disk_space), an iggo trailer of StatsExtSize bytes:
+//
+//	off  size  field
+//	  0     8  messages_original_size_bytes u64: the messages' size
+//	           before compression at rest (messages_size_bytes is what
+//	           the segments hold)
+//
+// Iggy's SDKs send an empty body and get Iggy's reply unchanged; any other
+// body is refused.
+type GetStats struct {
+	// Extended asks for iggo's trailer.
+	Extended bool
+}
+
+// Stats extension of GET_STATS.
+const (
+	StatsExtTag  uint8 = 'S'
+	StatsExtSize       = 8
+)
 
 // Code implements Request.
 func (*GetStats) Code() CommandCode { return CmdGetStats }
 
 // AppendBody implements Request.
-func (*GetStats) AppendBody(dst []byte) ([]byte, error) { return dst, nil }
+func (r *GetStats) AppendBody(dst []byte) ([]byte, error) {
+	if r.Extended {
+		return append(dst, StatsExtTag), nil
+	}
+	return dst, nil
+}
 
 // DecodeBody implements Request.
-func (*GetStats) DecodeBody(b []byte) error { return emptyBody("get_stats request", b) }
+func (r *GetStats) DecodeBody(b []byte) error {
+	if len(b) == 1 && b[0] == StatsExtTag {
+		r.Extended = true
+		return nil
+	}
+	r.Extended = false
+	return emptyBody("get_stats request", b)
+}
 
 // Snapshot compression codes and content types.
 const (
@@ -313,6 +346,9 @@ type Stats struct {
 	CacheMetrics                                         []CacheMetric
 	ThreadsCount                                         uint32
 	FreeDiskSpace, TotalDiskSpace                        uint64
+	// Extended: the reply carries iggo's trailer (GetStats.Extended).
+	Extended                  bool
+	MessagesOriginalSizeBytes uint64
 }
 
 // CacheMetric is one 32-byte cache entry of Stats.
@@ -356,6 +392,9 @@ func (s *Stats) AppendTo(dst []byte) ([]byte, error) {
 	e.u32(s.ThreadsCount)
 	e.u64(s.FreeDiskSpace)
 	e.u64(s.TotalDiskSpace)
+	if s.Extended {
+		e.u64(s.MessagesOriginalSizeBytes)
+	}
 	return e.result()
 }
 
@@ -395,6 +434,10 @@ func DecodeStats(b []byte) (Stats, error) {
 	s.ThreadsCount = d.u32("threads_count")
 	s.FreeDiskSpace = d.u64("free_disk_space")
 	s.TotalDiskSpace = d.u64("total_disk_space")
+	if d.err == nil && d.remaining() == StatsExtSize {
+		s.Extended = true
+		s.MessagesOriginalSizeBytes = d.u64("messages_original_size_bytes")
+	}
 	return s, d.done()
 }
 

@@ -1,28 +1,70 @@
 // Package codec transforms message batches between the form clients send
-// and receive (package wire) and the form stored at rest: a Codec is
+// and receive (package wire) and the form stored at rest: a Stack is
 // applied once when a send is admitted, before the batch becomes a prepare,
 // so the journal, the replicas and the segments all hold the same stored
-// bytes, and it is undone when a poll reply is built. The node holds at
-// most one Codec (nil stores batches as sent); today that is encryption at
-// rest (encryption.enabled), and compression would be a second Sealer
-// chained in the same place.
+// bytes, and it is undone when a poll reply is built. A node has one Stack:
+// compression chosen per batch (the topic's compression_codec: gzip, zstd
+// or lz4; Iggy's compression_algorithm = gzip is gzip) and, with
+// encryption at rest on, sealing under the node's key. Encode compresses,
+// then seals; Decode opens, then decompresses.
 //
-// # Stored form
+// # Stored forms
 //
-// A stored batch keeps the wire layout: the 256-byte batch header and one
-// 48-byte frame header per message, then that message's payload and user
-// headers. Sections(s) replaces every payload, and every non-empty
-// user-headers block, by s.Seal of it; an empty user-headers block stays
-// empty. Each frame's payload_len and user_headers_len then give the sealed
-// lengths, its checksum is recomputed over the stored bytes (XXH3-64 of the
-// frame from byte 8, as in wire), and the batch header keeps every field
-// but batch_length and batch_checksum, which describe the stored record.
-// So everything that checks stored records (segment reads with
-// partition.validate_checksum, boot scans, journal repair, state transfer)
-// checks the stored bytes, and nothing on disk needs the key to be
-// verified. Decode rebuilds the record a client expects: sections opened,
-// lengths, frame checksums, batch_length and batch_checksum recomputed over
-// the plaintext, which is what Iggy's SDKs verify.
+// Every stored record keeps the wire layout: the 256-byte batch header and
+// one 48-byte frame header per message, each frame's checksum recomputed
+// over the stored bytes (XXH3-64 of the frame from byte 8, as in wire), and
+// the batch header keeps every field but batch_length and batch_checksum,
+// which describe the stored record. So everything that checks stored
+// records (segment reads with partition.validate_checksum, boot scans,
+// journal repair, state transfer) checks the stored bytes, and nothing on
+// disk needs the key to be verified. Decode rebuilds the record a client
+// expects: lengths, frame checksums, batch_length and batch_checksum
+// recomputed over the bytes the producer sent, which is what Iggy's SDKs
+// verify. A record is in one of three forms:
+//
+//   - As sent (no encryption, no compression, or a batch compression did
+//     not make smaller).
+//   - Sections (encryption, not compressed): Sections(s) replaces every
+//     payload, and every non-empty user-headers block, by s.Seal of it; an
+//     empty user-headers block stays empty. Each frame's payload_len and
+//     user_headers_len give the sealed lengths.
+//   - Compressed (below).
+//
+// # Compressed form
+//
+// All the messages' bytes sit in one block, the user-headers section of
+// frame 0: frame 0 has payload_len 0 and user_headers_len the block's
+// length; frames 1..n-1 keep their headers (id, offset_delta,
+// timestamp_delta) with both lengths 0. The block, little-endian:
+//
+//	off  size  field
+//	  0     1  marker 0x00 (no client user-headers block starts with kind 0,
+//	           and a sealed payload is never empty: this is how a stored
+//	           record is told compressed, Compressed)
+//	  1     1  algorithm: 1 gzip (RFC 1952), 2 zstd (RFC 8878 frame), 3 lz4
+//	           (LZ4 block format, no frame)
+//	  2     1  flags: bit 0 = the data is sealed (encryption at rest); other
+//	           bits zero
+//	  3     1  reserved, zero
+//	  4     4  body_size u32: bytes of the uncompressed body
+//	  8     8  XXH3-64 of the uncompressed body (checked after
+//	           decompressing: LZ4 has no checksum of its own)
+//	 16     …  the body compressed with the algorithm, and then, with flag
+//	           bit 0, sealed as one section (nonce ‖ ciphertext ‖ tag)
+//
+// The body is, per message in order, [payload_len u32][user_headers_len
+// u32][payload][user headers]. A compressed record is never cut by a poll
+// on the shard (its bytes all sit in frame 0): the partition hands it over
+// whole with the range to keep, and the connection cuts the decoded
+// record. Decode refuses a body larger than the node's largest record, a
+// size or checksum that does not match, and frames 1..n-1 that hold bytes.
+// Every message still costs its 48-byte frame header uncompressed, which
+// bounds what compression can save on small messages.
+//
+// Encode stores a batch uncompressed when the compressed form would not be
+// smaller, so incompressible data costs nothing but the attempt. A
+// partition may hold records of every form (a topic's codec is updatable);
+// each decodes by what it is.
 //
 // # AES-256-GCM (AESGCM)
 //
@@ -33,9 +75,10 @@
 //	n-16..n     GCM tag
 //
 // so a section grows by Overhead (28) bytes, and a batch of m messages, h
-// of them with user headers, by 28 × (m + h). No additional data is
-// authenticated (as Iggy). With random 96-bit nonces one key must not seal
-// more than 2^32 sections (NIST SP 800-38D), as for Iggy.
+// of them with user headers, by 28 × (m + h) in the Sections form (28 in
+// all in the compressed form). No additional data is authenticated (as
+// Iggy). With random 96-bit nonces one key must not seal more than 2^32
+// sections (NIST SP 800-38D), as for Iggy.
 package codec
 
 import (

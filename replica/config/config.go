@@ -34,6 +34,7 @@ type Config struct {
 	Metadata            MetadataConfig            `toml:"metadata"`
 	Partition           PartitionConfig           `toml:"partition"`
 	MessageBus          MessageBusConfig          `toml:"message_bus"`
+	LongPoll            LongPollConfig            `toml:"long_poll"`
 	Node                NodeConfig                `toml:"node"`
 }
 
@@ -394,6 +395,20 @@ type MessageBusConfig struct {
 	// ConnectionsMax caps open client sockets; nil means half the soft
 	// RLIMIT_NOFILE after the server raises it, 0 means no cap.
 	ConnectionsMax *int `toml:"connections_max,omitempty"`
+}
+
+// LongPollConfig bounds polls that wait for messages (iggo's wait
+// extension of POLL_MESSAGES; Iggy has no such keys).
+type LongPollConfig struct {
+	// MaxWait is the longest a poll is held; a longer wait asked for is
+	// cut to it.
+	MaxWait Duration `toml:"max_wait"`
+	// WaitersMax is the most polls waiting on the node at once; 0 turns
+	// long polling off (a wait is refused with FeatureUnavailable).
+	WaitersMax int `toml:"waiters_max"`
+	// WaitersPerConnection is the most waiting polls of one connection
+	// (an HTTP session's requests count together).
+	WaitersPerConnection int `toml:"waiters_per_connection"`
 }
 
 type NodeConfig struct {

@@ -20,11 +20,13 @@
 // only their default value. TestEveryKeyHonouredOrRefused proves it: it
 // walks every key of the schema and fails for one whose field no non-test
 // code outside this package reads (found by type-checking the module) and
-// that is not refused. iggo adds four keys, sharding.batch_max,
+// that is not refused. iggo adds keys of its own: sharding.batch_max,
 // runtime.gc_percent (the Go collector's GOGC target),
 // cluster.nodes[].ports.gossip (the memberlist port; unset, tcp_replica +
-// GossipPortOffset) and http.metrics.open_address (the metrics endpoint
-// without authentication on a separate listener).
+// GossipPortOffset), http.metrics.open_address (the metrics endpoint
+// without authentication on a separate listener) and the [long_poll]
+// table (max_wait, waiters_max, waiters_per_connection: polls that wait
+// for messages).
 //
 // # Loading
 //

@@ -139,6 +139,7 @@ func (cfg *Config) Validate() error {
 	cfg.validateSharding(c)
 	cfg.validateMetadataPartition(c)
 	cfg.validateMessageBus(c)
+	cfg.validateLongPoll(c)
 	cfg.validateCluster(c)
 	cfg.validateNode(c)
 	cfg.validateRefused(c)
@@ -486,6 +487,22 @@ func (cfg *Config) validateMetadataPartition(c *checker) {
 	if floor := SegmentSizeMax + cfg.MessageBus.MaxMessageSize; p.TransferArtifactBytesMax < floor {
 		c.fail("partition.transfer_artifact_bytes_max", "must be at least the largest segment (1 GiB) + message_bus.max_message_size = %s, got %s (a segment may close one batch past its size)", floor, p.TransferArtifactBytesMax)
 	}
+}
+
+// Long polling bounds.
+const (
+	LongPollMaxWaitCeiling = 10 * time.Minute
+	LongPollWaitersCeiling = 1 << 20
+	LongPollPerConnCeiling = 1024
+)
+
+func (cfg *Config) validateLongPoll(c *checker) {
+	l := cfg.LongPoll
+	if l.MaxWait.Duration < time.Millisecond || l.MaxWait.Duration > LongPollMaxWaitCeiling {
+		c.fail("long_poll.max_wait", "must be between 1 ms and 10 m, got %s", l.MaxWait)
+	}
+	c.intRange("long_poll.waiters_max", l.WaitersMax, 0, LongPollWaitersCeiling)
+	c.intRange("long_poll.waiters_per_connection", l.WaitersPerConnection, 1, LongPollPerConnCeiling)
 }
 
 func (cfg *Config) validateMessageBus(c *checker) {

@@ -31,7 +31,9 @@
 //	DELETE /streams/{s}/topics/{t}/consumer-offsets/{consumer}?partition_id=p
 //	GET    /streams/{s}/topics/{t}/messages             poll: consumer_id, partition_id,
 //	                                                    kind (offset|timestamp|first|last|next),
-//	                                                    value, count (10), auto_commit
+//	                                                    value, count (10), auto_commit,
+//	                                                    wait (iggo: ms or a duration; the
+//	                                                    poll's wait extension, long polling)
 //	POST   /streams/{s}/topics/{t}/messages[?ack=none]  send (JSON messages, base64)
 //	GET    /stats, /options/{topic|stream|user}, /cluster/metadata, /clients, /clients/{id}
 //	POST   /snapshot                                    {compression, snapshot_types} → zip

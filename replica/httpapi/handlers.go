@@ -1126,8 +1126,13 @@ func (s *Server) pollMessages(w http.ResponseWriter, r *http.Request) {
 		}
 		auto = b
 	}
+	wait, e := pollWait(q.Get("wait"))
+	if e != nil {
+		writeError(w, e)
+		return
+	}
 	req := wire.PollMessages{Consumer: wire.SingleConsumer(cid), StreamID: l[0], TopicID: l[1], Partition: wire.SomePartition(pid),
-		Strategy: wire.PollingStrategy{Kind: kind, Value: value}, Count: count, AutoCommit: auto}
+		Strategy: wire.PollingStrategy{Kind: kind, Value: value}, Count: count, AutoCommit: auto, WaitMillis: wait}
 	s.request(w, r, &req, func(p []byte) error {
 		out, err := appendPolled(nil, p)
 		if err != nil {
@@ -1138,6 +1143,27 @@ func (s *Server) pollMessages(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(out)
 		return nil
 	})
+}
+
+// pollWait parses the poll route's iggo parameter wait: how long the
+// server may hold a poll that finds nothing (long polling), as
+// milliseconds ("1500") or a duration ("1.5s", "250ms"); absent or 0: no
+// wait. It becomes the binary poll's wait extension.
+func pollWait(v string) (uint32, *apiError) {
+	if v == "" {
+		return 0, nil
+	}
+	var d time.Duration
+	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+		d = time.Duration(n) * time.Millisecond
+	} else if d, err = time.ParseDuration(v); err != nil {
+		return 0, badQuery("wait", &jsonErr{"want milliseconds or a duration such as 5s, got " + strconv.Quote(v)})
+	}
+	ms := d / time.Millisecond
+	if d < 0 || ms > 1<<32-1 || d > 0 && ms == 0 {
+		return 0, badQuery("wait", &jsonErr{"must be 0 or between 1ms and 4294967295ms, got " + strconv.Quote(v)})
+	}
+	return uint32(ms), nil
 }
 
 // maxUnacked bounds the ?ack=none sends in flight on the node; more are

@@ -192,8 +192,8 @@ func TestCreateTopicRecord(t *testing.T) {
 	if !optionsEqual(tp.Explicit, want) {
 		t.Fatalf("explicit = %+v", tp.Explicit)
 	}
-	if len(tp.Derived) != 8 {
-		t.Fatalf("derived has %d keys, want 8", len(tp.Derived))
+	if len(tp.Derived) != 9 {
+		t.Fatalf("derived has %d keys, want 9", len(tp.Derived))
 	}
 	var created []uint32
 	for _, e := range r.Effects {

@@ -139,7 +139,8 @@
 //	    u64  created_at
 //	    u64  revision
 //	    str8 name
-//	    u8   compression (1 none, 2 gzip)
+//	    u8   compression codec (1 none, 2 gzip, 3 zstd, 4 lz4; the topic
+//	         record's compression_algorithm is gzip for 2, none otherwise)
 //	    u64  message_expiry µs (u64::MAX never)
 //	    u64  max_topic_size (u64::MAX unlimited)
 //	    u64  segment_size
@@ -246,7 +247,14 @@
 //
 // The catalog is Iggy's eight keys (wire.TopicOptionCatalog) plus iggo's
 // durability and consumer_offset_durability (replicated | persisted,
-// create-only). enforce_fsync is an alias: true means both durabilities
+// create-only) and compression_codec (none | gzip | zstd | lz4,
+// updatable). compression_algorithm is Iggy's projection of the codec:
+// gzip for gzip, none for the others; setting it to gzip selects gzip,
+// setting it to none turns gzip off and leaves zstd and lz4 alone (an Iggy
+// client re-sending what it read changes nothing), and both keys in one
+// block must agree (else 4042). A snapshot written before
+// compression_codec existed has blocks without it; they decode (codec 1 or
+// 2) and are rendered with it. enforce_fsync is an alias: true means both durabilities
 // are persisted, and an explicit contradiction is refused (4042). Absent
 // keys, and keys set to a server-default sentinel, resolve from the
 // primary's TopicDefaults (stamped, so replicas agree) and are reported in

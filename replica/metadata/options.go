@@ -13,7 +13,62 @@ import (
 const (
 	OptDurability               = "durability"
 	OptConsumerOffsetDurability = "consumer_offset_durability"
+	// OptCompressionCodec is the codec a topic's batches are stored with
+	// (none | gzip | zstd | lz4). compression_algorithm is Iggy's view of
+	// it: gzip when the codec is gzip, none otherwise.
+	OptCompressionCodec = "compression_codec"
 )
+
+// Compression is a topic's codec at rest. 1 and 2 are Iggy's
+// compression_algorithm values; the snapshot's compression byte holds it.
+type Compression uint8
+
+// Codecs.
+const (
+	CompressionNone Compression = 1
+	CompressionGzip Compression = 2
+	CompressionZstd Compression = 3
+	CompressionLZ4  Compression = 4
+)
+
+func (c Compression) String() string {
+	switch c {
+	case CompressionGzip:
+		return "gzip"
+	case CompressionZstd:
+		return "zstd"
+	case CompressionLZ4:
+		return "lz4"
+	}
+	return "none"
+}
+
+func validCompression(c Compression) bool { return c >= CompressionNone && c <= CompressionLZ4 }
+
+// algorithm is Iggy's compression_algorithm for codec c: gzip or none.
+func (c Compression) algorithm() uint8 {
+	if c == CompressionGzip {
+		return wire.CompressionGzip
+	}
+	return wire.CompressionNone
+}
+
+func parseCompression(v wire.HeaderValue) (Compression, bool) {
+	if v.Kind != wire.KindString {
+		return 0, false
+	}
+	switch strings.ToLower(string(v.Value)) {
+	case "none":
+		return CompressionNone, true
+	case "gzip":
+		return CompressionGzip, true
+	case "zstd":
+		return CompressionZstd, true
+	case "lz4":
+		return CompressionLZ4, true
+	}
+	return 0, false
+}
 
 // Durability says when a write is acknowledged.
 type Durability uint8
@@ -47,6 +102,8 @@ var TopicOptionCatalog = append(slices.Clone(wire.TopicOptionCatalog),
 		Description: "When a send is acknowledged: replicated (a quorum wrote it to its journal) or persisted (a quorum fdatasync'ed it); enforce_fsync=true means persisted"},
 	wire.OptionSpec{Key: OptConsumerOffsetDurability, Kind: wire.KindString, Default: []byte("replicated"),
 		Description: "When a consumer offset store is acknowledged: replicated or persisted; enforce_fsync=true means persisted"},
+	wire.OptionSpec{Key: OptCompressionCodec, Kind: wire.KindString, Default: []byte("none"), Updatable: true,
+		Description: "Codec new batches are stored with: none, gzip, zstd or lz4 (polls return the bytes sent); compression_algorithm reports gzip for gzip and none otherwise"},
 )
 
 // sharedValues holds one copy of every catalog key and canonical string
@@ -57,7 +114,7 @@ var sharedValues = func() map[string]wire.HeaderValue {
 	for _, s := range TopicOptionCatalog {
 		m[s.Key] = wire.StringValue(s.Key)
 	}
-	for _, v := range []string{"none", "gzip", DurabilityReplicated.String(), DurabilityPersisted.String()} {
+	for _, v := range []string{"none", "gzip", "zstd", "lz4", DurabilityReplicated.String(), DurabilityPersisted.String()} {
 		m[v] = wire.StringValue(v)
 	}
 	return m
@@ -99,6 +156,9 @@ type TopicConfig struct {
 	wire.TopicSettings
 	Durability               Durability
 	ConsumerOffsetDurability Durability
+	// Compression is the codec at rest; TopicSettings.CompressionAlgorithm
+	// always equals its Iggy projection (gzip or none).
+	Compression Compression
 }
 
 // TopicDefaults are the values absent keys resolve to. They come from the
@@ -130,6 +190,10 @@ func DefaultTopicDefaults() TopicDefaults {
 func (d TopicDefaults) config() TopicConfig {
 	c := TopicConfig{TopicSettings: d.Settings, Durability: d.Durability, ConsumerOffsetDurability: d.ConsumerOffsetDurability}
 	c.EnforceFsync = c.Durability == DurabilityPersisted
+	c.Compression = CompressionNone
+	if d.Settings.CompressionAlgorithm == wire.CompressionGzip {
+		c.Compression = CompressionGzip
+	}
 	return c
 }
 
@@ -146,7 +210,7 @@ func validSegmentSize(v uint64) bool {
 // validTopicConfig checks every per-key bound of a resolved configuration
 // (cross-key bounds are checkTopicBounds).
 func validTopicConfig(c TopicConfig) bool {
-	return (c.CompressionAlgorithm == wire.CompressionNone || c.CompressionAlgorithm == wire.CompressionGzip) &&
+	return validCompression(c.Compression) && c.CompressionAlgorithm == c.Compression.algorithm() &&
 		c.MessageExpiry != 0 && c.MaxTopicSize != 0 && validSegmentSize(c.SegmentSize) &&
 		c.MessagesRequiredToSave >= 1 && c.MessagesRequiredToSave <= wire.MaxMessagesRequiredToSave &&
 		c.SizeOfMessagesRequiredToSave >= 1 && c.SizeOfMessagesRequiredToSave <= wire.MaxSizeOfMessagesRequiredToSave &&
@@ -206,6 +270,12 @@ func canonicalOption(e wire.HeaderEntry, d TopicDefaults) (key string, v wire.He
 			return key, v, false, wire.CodeInvalidOptionValue
 		}
 		return key, wire.StringValue(dur.String()), true, OK
+	case OptCompressionCodec:
+		c, ok := parseCompression(e.Value)
+		if !ok {
+			return key, v, false, wire.CodeInvalidOptionValue
+		}
+		return key, wire.StringValue(c.String()), true, OK
 	}
 	v, present, err := wire.CanonicalTopicOption(key, e.Value)
 	if err != nil {
@@ -239,10 +309,18 @@ func parseDurability(v wire.HeaderValue) (Durability, bool) {
 func setOption(c *TopicConfig, key string, v wire.HeaderValue) {
 	switch key {
 	case wire.OptCompressionAlgorithm:
-		c.CompressionAlgorithm = wire.CompressionNone
-		if string(v.Value) == "gzip" {
-			c.CompressionAlgorithm = wire.CompressionGzip
+		// Iggy's projection of the codec: setting it to what it already
+		// reports changes nothing (a zstd topic reports none).
+		switch {
+		case string(v.Value) == "gzip":
+			c.Compression = CompressionGzip
+		case c.Compression == CompressionGzip:
+			c.Compression = CompressionNone
 		}
+		c.CompressionAlgorithm = c.Compression.algorithm()
+	case OptCompressionCodec:
+		c.Compression, _ = parseCompression(v)
+		c.CompressionAlgorithm = c.Compression.algorithm()
 	case wire.OptMessageExpiry:
 		c.MessageExpiry, _ = v.AsUint64()
 	case wire.OptMaxTopicSize:
@@ -299,6 +377,8 @@ func splitTopicOptions(c TopicConfig, explicit map[string]bool) (ex, de wire.Opt
 			v = sharedString(c.Durability.String())
 		case OptConsumerOffsetDurability:
 			v = sharedString(c.ConsumerOffsetDurability.String())
+		case OptCompressionCodec:
+			v = sharedString(c.Compression.String())
 		default:
 			panic("metadata: topic option catalog key without an encoder: " + s.Key)
 		}
@@ -323,6 +403,7 @@ func ResolveTopicCreate(opts wire.Options, partitions uint32, d TopicDefaults) (
 	cfg := d.config()
 	explicit := make(map[string]bool, len(opts))
 	seen := make(map[string]bool, len(opts))
+	var comp compressionKeys
 	for _, e := range opts {
 		key, v, present, code := canonicalOption(e, d)
 		if code != OK {
@@ -335,7 +416,11 @@ func ResolveTopicCreate(opts wire.Options, partitions uint32, d TopicDefaults) (
 		if present {
 			explicit[key] = true
 			setOption(&cfg, key, v)
+			comp.note(key, v)
 		}
+	}
+	if code := comp.reconcile(&cfg); code != OK {
+		return TopicResolution{}, code
 	}
 	if explicit[wire.OptEnforceFsync] {
 		want := DurabilityReplicated
@@ -370,6 +455,7 @@ func ResolveTopicUpdate(opts wire.Options, t *Topic, d TopicDefaults) (TopicReso
 	}
 	def := d.config()
 	seen := make(map[string]bool, len(opts))
+	var comp compressionKeys
 	for _, e := range opts {
 		key := string(e.Key.Value)
 		if spec, ok := topicOptionSpec(key); !ok || !spec.Updatable || e.Key.Kind != wire.KindString {
@@ -393,6 +479,10 @@ func ResolveTopicUpdate(opts wire.Options, t *Topic, d TopicDefaults) (TopicReso
 		}
 		explicit[key] = present
 		setOption(&cfg, key, v)
+		comp.note(key, v)
+	}
+	if code := comp.reconcile(&cfg); code != OK {
+		return TopicResolution{}, code
 	}
 	if code := checkTopicBounds(cfg, t.PartitionsCount()); code != OK {
 		return TopicResolution{}, code
@@ -415,4 +505,41 @@ func optionsEqual(a, b wire.Options) bool {
 		return x.Key.Kind == y.Key.Kind && string(x.Key.Value) == string(y.Key.Value) &&
 			x.Value.Kind == y.Value.Kind && string(x.Value.Value) == string(y.Value.Value)
 	})
+}
+
+// compressionKeys are the compression keys one options block set.
+// compression_codec decides; compression_algorithm, Iggy's projection of
+// it, set in the same block must agree with it (gzip for gzip, none for
+// the others), else the block is refused (4042), whatever the order of the
+// keys.
+type compressionKeys struct {
+	alg, codec       wire.HeaderValue
+	hasAlg, hasCodec bool
+}
+
+func (k *compressionKeys) note(key string, v wire.HeaderValue) {
+	switch key {
+	case wire.OptCompressionAlgorithm:
+		k.alg, k.hasAlg = v, true
+	case OptCompressionCodec:
+		k.codec, k.hasCodec = v, true
+	}
+}
+
+func (k *compressionKeys) reconcile(c *TopicConfig) wire.Code {
+	if !k.hasCodec {
+		return OK
+	}
+	codec, _ := parseCompression(k.codec)
+	if k.hasAlg {
+		want := "none"
+		if codec == CompressionGzip {
+			want = "gzip"
+		}
+		if string(k.alg.Value) != want {
+			return wire.CodeInvalidOptionValue
+		}
+	}
+	c.Compression, c.CompressionAlgorithm = codec, codec.algorithm()
+	return OK
 }

@@ -14,7 +14,8 @@ func TestResolveTopicCreateDefaults(t *testing.T) {
 	if code != OK {
 		t.Fatal(code)
 	}
-	want := TopicConfig{TopicSettings: wire.DefaultTopicSettings(), Durability: DurabilityReplicated, ConsumerOffsetDurability: DurabilityReplicated}
+	want := TopicConfig{TopicSettings: wire.DefaultTopicSettings(), Durability: DurabilityReplicated, ConsumerOffsetDurability: DurabilityReplicated,
+		Compression: CompressionNone}
 	if res.Config != want {
 		t.Fatalf("config %+v", res.Config)
 	}

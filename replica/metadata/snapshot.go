@@ -120,7 +120,7 @@ func (w *writer) topic(t *Topic) {
 	w.u64(t.Revision)
 	w.str8(t.Name)
 	c := t.Config
-	w.u8(uint8(c.CompressionAlgorithm))
+	w.u8(uint8(c.Compression))
 	w.u64(c.MessageExpiry)
 	w.u64(c.MaxTopicSize)
 	w.u64(c.SegmentSize)
@@ -468,7 +468,8 @@ func (r *reader) topic(st *Stream, s *State) *Topic {
 	t.Revision = r.u64()
 	t.Name = r.name("topic")
 	c := &t.Config
-	c.CompressionAlgorithm = r.u8()
+	c.Compression = Compression(r.u8())
+	c.CompressionAlgorithm = c.Compression.algorithm()
 	c.MessageExpiry = r.u64()
 	c.MaxTopicSize = r.u64()
 	c.SegmentSize = r.u64()
@@ -488,8 +489,13 @@ func (r *reader) topic(st *Stream, s *State) *Topic {
 		return nil
 	}
 	if !validOptionBlocks(*c, t.Explicit, t.Derived) {
-		r.fail("topic %d/%d option blocks do not match its configuration", st.ID, t.ID)
-		return nil
+		if !legacyOptionBlocks(*c, t.Explicit, t.Derived) {
+			r.fail("topic %d/%d option blocks do not match its configuration", st.ID, t.ID)
+			return nil
+		}
+		// Written before compression_codec existed: the same blocks
+		// with the key added to the derived block.
+		t.Explicit, t.Derived = splitTopicOptions(*c, optionKeys(t.Explicit))
 	}
 	if t.Revision > s.revision {
 		r.fail("topic %d/%d revision above state revision", st.ID, t.ID)
@@ -533,11 +539,31 @@ func (r *reader) topic(st *Stream, s *State) *Topic {
 // validOptionBlocks checks that explicit and derived are exactly the
 // canonical split of c for some set of explicit keys.
 func validOptionBlocks(c TopicConfig, explicit, derived wire.Options) bool {
-	set := make(map[string]bool, len(explicit))
-	for _, e := range explicit {
+	ex, de := splitTopicOptions(c, optionKeys(explicit))
+	return optionsEqual(ex, explicit) && optionsEqual(de, derived)
+}
+
+func optionKeys(o wire.Options) map[string]bool {
+	set := make(map[string]bool, len(o))
+	for _, e := range o {
 		set[string(e.Key.Value)] = true
 	}
+	return set
+}
+
+// legacyOptionBlocks accepts the blocks a snapshot written before
+// compression_codec existed holds: the canonical split without that key,
+// for a topic compressed with none or gzip (the only codecs then).
+func legacyOptionBlocks(c TopicConfig, explicit, derived wire.Options) bool {
+	if c.Compression != CompressionNone && c.Compression != CompressionGzip {
+		return false
+	}
+	set := optionKeys(explicit)
+	if set[OptCompressionCodec] {
+		return false
+	}
 	ex, de := splitTopicOptions(c, set)
+	de = slices.DeleteFunc(de, func(e wire.HeaderEntry) bool { return string(e.Key.Value) == OptCompressionCodec })
 	return optionsEqual(ex, explicit) && optionsEqual(de, derived)
 }
 

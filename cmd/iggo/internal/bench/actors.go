@@ -228,7 +228,8 @@ func runConsumer(ctx context.Context, e *actorEnv, spec consumerSpec, prog *acto
 	}
 	lim := e.limiter(scale)
 	req := wire.PollMessages{Consumer: wire.SingleConsumer(wire.NumericID(uint32(spec.id))), StreamID: sid, TopicID: tid,
-		Partition: wire.SomePartition(0), Strategy: wire.PollFromOffset(0), Count: e.p.MessagesPerBatch.Max}
+		Partition: wire.SomePartition(0), Strategy: wire.PollFromOffset(0), Count: e.p.MessagesPerBatch.Max,
+		WaitMillis: uint32(e.p.PollWait / time.Millisecond)}
 	if spec.group != nil {
 		gid := wire.MustNamedID(spec.group.name)
 		if err := c.JoinConsumerGroup(ctx, sid, tid, gid); err != nil {
@@ -280,6 +281,10 @@ func runConsumer(ctx context.Context, e *actorEnv, spec consumerSpec, prog *acto
 		if len(msgs) == 0 {
 			if recvAt.Sub(lastProgress) > e.p.IdleTimeout {
 				return fmt.Errorf("%s: no messages for %s (received %d of %d produced into %s)", who, e.p.IdleTimeout, done, st.produced.Load(), st.name)
+			}
+			if req.WaitMillis > 0 && recvAt.Sub(t0) >= e.p.PollWait/2 {
+				// The server held the poll: nothing to back off from.
+				continue
 			}
 			if err := sleepCtx(ctx, backoff); err != nil {
 				return err

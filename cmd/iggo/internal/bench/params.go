@@ -190,6 +190,10 @@ type Params struct {
 	MovingAverageWindow int
 	// IdleTimeout fails the run when an actor makes no progress this long.
 	IdleTimeout time.Duration
+	// PollWait > 0 makes consumers long-poll: each poll may wait this long
+	// on the server for messages (the wait extension) instead of backing
+	// off on the client after an empty poll.
+	PollWait time.Duration
 
 	// Topic settings of the streams the benchmark creates ("" / 0 = server
 	// default).
@@ -291,6 +295,8 @@ func (p *Params) Validate() error {
 		return fmt.Errorf("--moving-average-window must be at least 1")
 	case p.IdleTimeout <= 0:
 		return fmt.Errorf("--idle-timeout must be positive")
+	case p.PollWait < 0 || p.PollWait > 0 && (p.PollWait < time.Millisecond || p.PollWait >= p.IdleTimeout):
+		return fmt.Errorf("--poll-wait must be 0 or between 1ms and --idle-timeout (%s)", p.IdleTimeout)
 	case p.Streams < 1 || p.Streams > MaxStreams:
 		return fmt.Errorf("--streams must be 1..%d", MaxStreams)
 	case p.Partitions < 1 || p.Partitions > MaxPartitions:

@@ -59,6 +59,7 @@ type ReportParams struct {
 	ConsumerOffsetDurability string  `json:"consumer_offset_durability,omitempty"`
 	ReuseStreams             bool    `json:"reuse_streams"`
 	KeepStreams              bool    `json:"keep_streams"`
+	PollWait                 string  `json:"poll_wait,omitempty"`
 }
 
 func reportParams(p *Params) ReportParams {
@@ -71,6 +72,9 @@ func reportParams(p *Params) ReportParams {
 	}
 	if p.Kind.endToEnd() && p.RateLimit > 0 {
 		rp.ReadAmplification = p.ReadAmplification
+	}
+	if p.PollWait > 0 {
+		rp.PollWait = p.PollWait.String()
 	}
 	return rp
 }

@@ -18,6 +18,7 @@ type benchFlags struct {
 	messageBatches                uint64
 	totalData, rateLimit          string
 	warmup, sampling, idle        time.Duration
+	pollWait                      time.Duration
 	window                        int
 	producers, consumers          int
 	streams, partitions, groups   int
@@ -102,6 +103,9 @@ func (env *Env) benchKindCmd(kind bench.Kind, alias, short string) *cobra.Comman
 	f.DurationVarP(&bf.sampling, "sampling-time", "t", d.SamplingTime, "time-series bucket")
 	f.IntVarP(&bf.window, "moving-average-window", "W", d.MovingAverageWindow, "samples averaged in the charts")
 	f.DurationVar(&bf.idle, "idle-timeout", d.IdleTimeout, "fail when an actor makes no progress this long")
+	if d.Consumers > 0 {
+		f.DurationVar(&bf.pollWait, "poll-wait", 0, "consumers' polls wait on the server up to this long for messages (iggo long polling; a poll's latency then includes its wait; 0: poll with a client-side backoff)")
+	}
 	if d.Producers > 0 {
 		f.IntVarP(&bf.producers, "producers", "p", d.Producers, "producing actors")
 	}
@@ -172,6 +176,7 @@ func (env *Env) benchParams(cmd *cobra.Command, kind bench.Kind, bf *benchFlags)
 		}
 	}
 	p.WarmupTime, p.SamplingTime, p.IdleTimeout, p.MovingAverageWindow = bf.warmup, bf.sampling, bf.idle, bf.window
+	p.PollWait = bf.pollWait
 	f := cmd.Flags()
 	if f.Lookup("producers") != nil {
 		p.Producers = bf.producers

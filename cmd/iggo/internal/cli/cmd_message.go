@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -224,6 +226,8 @@ func (env *Env) pollCmd() *cobra.Command {
 		outputFile string
 		hexOut     bool
 		format     string
+		follow     bool
+		wait       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use: "poll STREAM TOPIC PARTITION", Aliases: []string{"p"},
@@ -232,12 +236,21 @@ func (env *Env) pollCmd() *cobra.Command {
 or last (-l) message, or after the consumer's stored offset (-n). Exactly one
 start must be given. Payloads print as text (invalid UTF-8 replaced) or, with
 --hex, as hex. --output-file appends the messages to a file for replay with
-"message send --input-file".`,
+"message send --input-file".
+
+--wait D asks the server to hold a poll that finds nothing for up to D and
+answer as soon as a message is committed (iggo's long polling; an Iggy
+server answers at once). --follow tails the partition: it keeps polling
+with a wait (--wait, 30 s by default) and prints messages as they arrive,
+until interrupted; with --auto-commit and --next the consumer's offset
+follows too.`,
 		Example: `  iggo message poll --offset 0 prod orders 0
   iggo message poll -f -m 10 prod orders 0
   iggo message poll -n -a -c reporting -m 100 prod orders 1
   iggo message poll -f -m 1000 --output-file orders.bin prod orders 0
-  iggo message poll -f -m 100 --format payload prod orders 0 > payloads.txt`,
+  iggo message poll -f -m 100 --format payload prod orders 0 > payloads.txt
+  iggo message poll --first --follow --format payload prod orders 0
+  iggo message poll -n -a -c tail --wait 10s prod orders 0`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sid, err := idArg(args, 0, "stream")
@@ -285,13 +298,39 @@ start must be given. Payloads print as text (invalid UTF-8 replaced) or, with
 			default:
 				return Usagef("invalid --format %q: want table, list or payload", format)
 			}
+			if wait < 0 || wait > maxPollWait || (wait > 0 && wait < time.Millisecond) {
+				return Usagef("--wait must be between 1ms and %s", maxPollWait)
+			}
+			if follow && !cmd.Flags().Changed("message-count") {
+				count = 1000 // a tail reads what arrived in one poll, not one message per poll
+			}
+			if follow && outputFile != "" {
+				return Usagef("--follow prints messages as they arrive; it cannot be combined with --output-file")
+			}
+			req := wire.PollMessages{
+				Consumer: wire.SingleConsumer(cid), StreamID: sid, TopicID: tid,
+				Partition: wire.SomePartition(pid), Strategy: strat, Count: count, AutoCommit: autoCommit,
+				WaitMillis: uint32(wait / time.Millisecond),
+			}
+			if follow {
+				env.Statusf("Following partition with ID: %d of topic with ID: %s and stream with ID: %s (interrupt to stop)", pid, idText(tid), idText(sid))
+				return env.withClient(cmd.Context(), func(c *client.Client) error {
+					err := c.Follow(cmd.Context(), req, func(polled wire.PolledMessages) error {
+						return renderMessages(env, polled.Messages(), format, hexOut, showHdrs)
+					})
+					if errors.Is(err, context.Canceled) {
+						return nil
+					}
+					if err != nil {
+						return Subject{Stream: idText(sid), Topic: idText(tid), Partition: fmt.Sprint(pid), Consumer: idText(cid)}.Wrap(err)
+					}
+					return nil
+				})
+			}
 			env.Statusf("Executing poll messages from topic with ID: %s and stream with ID: %s", idText(tid), idText(sid))
 			start := time.Now()
 			return env.withClient(cmd.Context(), func(c *client.Client) error {
-				polled, err := c.PollMessages(cmd.Context(), wire.PollMessages{
-					Consumer: wire.SingleConsumer(cid), StreamID: sid, TopicID: tid,
-					Partition: wire.SomePartition(pid), Strategy: strat, Count: count, AutoCommit: autoCommit,
-				})
+				polled, err := c.PollMessages(cmd.Context(), req)
 				if err != nil {
 					return Subject{Stream: idText(sid), Topic: idText(tid), Partition: fmt.Sprint(pid), Consumer: idText(cid)}.Wrap(err)
 				}
@@ -330,15 +369,20 @@ start must be given. Payloads print as text (invalid UTF-8 replaced) or, with
 	f.BoolVarP(&first, "first", "f", false, "start at the first message")
 	f.BoolVarP(&last, "last", "l", false, "the last --message-count messages")
 	f.BoolVarP(&next, "next", "n", false, "start after the consumer's stored offset")
-	f.Uint32VarP(&count, "message-count", "m", 1, "how many messages to poll at most")
+	f.Uint32VarP(&count, "message-count", "m", 1, "how many messages to poll at most (per poll; 1000 with --follow)")
 	f.BoolVarP(&autoCommit, "auto-commit", "a", false, "store the offset of the last polled message for the consumer")
 	f.StringVarP(&consumer, "consumer", "c", "0", "consumer id or name (offsets are kept per consumer)")
 	f.BoolVarP(&showHdrs, "show-headers", "s", false, "add a column per message header")
 	f.StringVar(&outputFile, "output-file", "", "append the polled messages to this file instead of printing them")
 	f.BoolVarP(&hexOut, "hex", "x", false, "print payloads as hex")
 	f.StringVar(&format, "format", "table", "table, list (|-separated lines) or payload (one payload per line)")
+	f.BoolVarP(&follow, "follow", "F", false, "keep polling and print messages as they arrive (long polling)")
+	f.DurationVarP(&wait, "wait", "w", 0, "hold an empty poll on the server up to this long for a message (iggo long polling)")
 	return cmd
 }
+
+// maxPollWait is the longest --wait the wire extension carries (u32 ms).
+const maxPollWait = time.Duration(1<<32-1) * time.Millisecond
 
 type headerCol struct {
 	key  string

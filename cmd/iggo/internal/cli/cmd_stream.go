@@ -226,11 +226,15 @@ type topicOptions struct {
 
 func (o *topicOptions) build() (wire.Options, error) {
 	var opts wire.Options
-	switch strings.ToLower(o.compression) {
+	switch c := strings.ToLower(o.compression); c {
 	case "none", "gzip":
-		opts = opts.With(wire.OptCompressionAlgorithm, wire.StringValue(strings.ToLower(o.compression)))
+		opts = opts.With(wire.OptCompressionAlgorithm, wire.StringValue(c))
+	case "zstd", "lz4":
+		// iggo's codecs ride its own option; Iggy's compression_algorithm
+		// knows none and gzip only.
+		opts = opts.With("compression_codec", wire.StringValue(c))
 	default:
-		return nil, Usagef("invalid compression algorithm %q: want none or gzip", o.compression)
+		return nil, Usagef("invalid compression %q: want none, gzip, zstd or lz4", o.compression)
 	}
 	if len(o.expiryArgs) > 0 {
 		us, err := ParseExpiry(strings.Join(o.expiryArgs, " "))
@@ -276,8 +280,9 @@ func (env *Env) topicCmd() *cobra.Command {
 	create := &cobra.Command{
 		Use: "create STREAM NAME PARTITIONS COMPRESSION [EXPIRY...]", Aliases: []string{"c"},
 		Short: "Create a topic",
-		Long: `Create a topic with a partition count, a compression algorithm (none or gzip)
-and an optional message expiry ("15days", "1h 30m", "unlimited"; default: server default).
+		Long: `Create a topic with a partition count, a compression codec (none, gzip, zstd
+or lz4: batches are stored compressed, polls return what was sent; zstd and
+lz4 are iggo's compression_codec option) and an optional message expiry ("15days", "1h 30m", "unlimited"; default: server default).
 Further settings ride --set KEY=VALUE (see "iggo options topic").`,
 		Example: "  iggo topic create prod orders 3 none\n  iggo topic create prod sensors 2 gzip 15days\n  iggo topic create prod logs 1 none 7days -m 10GB --durability persisted",
 		Args:    cobra.MinimumNArgs(4),
@@ -389,7 +394,13 @@ Further settings ride --set KEY=VALUE (see "iggo options topic").`,
 		t.Add("Created", timeText(td.CreatedAt))
 		t.Add("Topic name", td.Name)
 		t.Add("Topic size", fmt.Sprintf("%d B", td.SizeBytes))
-		t.Add("Compression", compressionText(td.CompressionAlgorithm))
+		comp := compressionText(td.CompressionAlgorithm)
+		for _, o := range append(append(wire.Options{}, td.Options...), td.DerivedOptions...) {
+			if string(o.Key.Value) == "compression_codec" {
+				comp = string(o.Value.Value)
+			}
+		}
+		t.Add("Compression", comp)
 		t.Add("Message expiry", FormatExpiry(td.MessageExpiry))
 		t.Add("Max topic size", maxSizeText(td.MaxTopicSize))
 		t.Add("Topic message count", fmt.Sprint(td.MessagesCount))

@@ -210,17 +210,20 @@ func (env *Env) clusterCmd() *cobra.Command {
 
 // statsView is the stats reply with stable JSON/TOML names.
 type statsView struct {
-	ProcessID           uint32  `json:"process_id" toml:"process_id"`
-	CPUUsage            float32 `json:"cpu_usage" toml:"cpu_usage"`
-	TotalCPUUsage       float32 `json:"total_cpu_usage" toml:"total_cpu_usage"`
-	MemoryUsage         uint64  `json:"memory_usage" toml:"memory_usage"`
-	TotalMemory         uint64  `json:"total_memory" toml:"total_memory"`
-	AvailableMemory     uint64  `json:"available_memory" toml:"available_memory"`
-	RunTimeSecs         uint64  `json:"run_time" toml:"run_time"`
-	StartTime           string  `json:"start_time" toml:"start_time"`
-	ReadBytes           uint64  `json:"read_bytes" toml:"read_bytes"`
-	WrittenBytes        uint64  `json:"written_bytes" toml:"written_bytes"`
-	MessagesSizeBytes   uint64  `json:"messages_size_bytes" toml:"messages_size_bytes"`
+	ProcessID         uint32  `json:"process_id" toml:"process_id"`
+	CPUUsage          float32 `json:"cpu_usage" toml:"cpu_usage"`
+	TotalCPUUsage     float32 `json:"total_cpu_usage" toml:"total_cpu_usage"`
+	MemoryUsage       uint64  `json:"memory_usage" toml:"memory_usage"`
+	TotalMemory       uint64  `json:"total_memory" toml:"total_memory"`
+	AvailableMemory   uint64  `json:"available_memory" toml:"available_memory"`
+	RunTimeSecs       uint64  `json:"run_time" toml:"run_time"`
+	StartTime         string  `json:"start_time" toml:"start_time"`
+	ReadBytes         uint64  `json:"read_bytes" toml:"read_bytes"`
+	WrittenBytes      uint64  `json:"written_bytes" toml:"written_bytes"`
+	MessagesSizeBytes uint64  `json:"messages_size_bytes" toml:"messages_size_bytes"`
+	// MessagesOriginal is the size before compression at rest (iggo's
+	// stats extension; absent from an Iggy server).
+	MessagesOriginal    *uint64 `json:"messages_original_size_bytes,omitempty" toml:"messages_original_size_bytes,omitempty"`
 	StreamsCount        uint32  `json:"streams_count" toml:"streams_count"`
 	TopicsCount         uint32  `json:"topics_count" toml:"topics_count"`
 	PartitionsCount     uint32  `json:"partitions_count" toml:"partitions_count"`
@@ -249,11 +252,20 @@ func StatsView(s wire.Stats) statsView {
 		MessagesCount: s.MessagesCount, ClientsCount: s.ClientsCount, ConsumerGroupsCount: s.ConsumerGroupsCount,
 		ThreadsCount: s.ThreadsCount, FreeDiskSpace: s.FreeDiskSpace, TotalDiskSpace: s.TotalDiskSpace,
 		Hostname: s.Hostname, OSName: s.OSName, OSVersion: s.OSVersion, KernelVersion: s.KernelVersion, ServerVersion: s.Version,
+		MessagesOriginal: originalSize(s),
 	}
 }
 
+func originalSize(s wire.Stats) *uint64 {
+	if !s.Extended {
+		return nil
+	}
+	v := s.MessagesOriginalSizeBytes
+	return &v
+}
+
 func (v statsView) properties() []Property {
-	return []Property{
+	props := []Property{
 		{"Iggy Server PID", fmt.Sprint(v.ProcessID)},
 		{"Iggy Server CPU Usage", fmt.Sprintf("%.4f %%", v.CPUUsage)},
 		{"Total CPU Usage", fmt.Sprintf("%.4f %%", v.TotalCPUUsage)},
@@ -265,6 +277,11 @@ func (v statsView) properties() []Property {
 		{"Read Bytes", fmt.Sprint(v.ReadBytes)},
 		{"Written Bytes", fmt.Sprint(v.WrittenBytes)},
 		{"Messages Size Bytes", fmt.Sprint(v.MessagesSizeBytes)},
+	}
+	if v.MessagesOriginal != nil {
+		props = append(props, Property{"Messages Original Size Bytes", fmt.Sprint(*v.MessagesOriginal)})
+	}
+	return append(props, []Property{
 		{"Streams Count", fmt.Sprint(v.StreamsCount)},
 		{"Topics Count", fmt.Sprint(v.TopicsCount)},
 		{"Partitions Count", fmt.Sprint(v.PartitionsCount)},
@@ -279,7 +296,7 @@ func (v statsView) properties() []Property {
 		{"OS Version", v.OSVersion},
 		{"Kernel Version", v.KernelVersion},
 		{"Iggy Server Version", v.ServerVersion},
-	}
+	}...)
 }
 
 func (env *Env) statsCmd() *cobra.Command {
@@ -293,7 +310,10 @@ func (env *Env) statsCmd() *cobra.Command {
 				return &UsageError{Msg: err.Error()}
 			}
 			return env.withClient(cmd.Context(), func(c *client.Client) error {
-				s, err := c.GetStats(cmd.Context())
+				s, err := c.GetStatsExtended(cmd.Context())
+				if wire.HasCode(err, wire.CodeInvalidCommand) {
+					s, err = c.GetStats(cmd.Context()) // a server without iggo's stats extension
+				}
 				if err != nil {
 					return err
 				}

@@ -114,7 +114,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"stream", "list", "-l", "json"}, []string{"invalid list mode"}},
 		{[]string{"nosuch"}, []string{"unknown command"}},
 		{[]string{"topic", "create", "s", "t", "x", "none"}, []string{"invalid partition count"}},
-		{[]string{"topic", "create", "s", "t", "1", "lz4"}, []string{"invalid compression algorithm"}},
+		{[]string{"topic", "create", "s", "t", "1", "brotli"}, []string{"invalid compression"}},
 		{[]string{"topic", "create", "s", "t", "1", "none", "--durability", "eventually"}, []string{"invalid durability"}},
 		{[]string{"message", "poll", "s", "t", "0"}, []string{"exactly one of --offset N, --first, --last or --next"}},
 		{[]string{"message", "poll", "-f", "-l", "s", "t", "0"}, []string{"exactly one of"}},
