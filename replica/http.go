@@ -220,6 +220,8 @@ func (n *Node) MetricsSnapshot(s *metrics.Snapshot) {
 		}
 		t.AppendedMessages += ps.appendedMsgs.Load()
 		t.AppendedBytes += ps.appendedBytes.Load()
+		t.PolledMessages += ps.polledMsgs.Load()
+		t.PolledBytes += ps.polledBytes.Load()
 		t.StoredMessages += ps.messages.Load()
 		t.StoredBytes += ps.size.Load()
 		return true

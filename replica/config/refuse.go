@@ -31,7 +31,6 @@ var Refused = []Refusal{
 	{Key: "websocket.enabled", Reason: "the WebSocket transport is not available in this build; set it to false", Probe: "true"},
 	{Key: "websocket.tls.enabled", Reason: "WebSocket TLS is not available in this build; set it to false", Probe: "true"},
 	{Key: "quic.enabled", Reason: "the QUIC transport is not available in this build; set it to false", Probe: "true"},
-	{Key: "http.web_ui", Reason: "the /ui console is not served by this build; set it to false", Probe: "true"},
 	{Key: "telemetry.enabled", Reason: "OpenTelemetry export is not available in this build; set it to false", Probe: "true"},
 	{Key: "tcp.enabled", Reason: "TCP is the only client transport this build serves; it cannot be turned off", Probe: "false"},
 

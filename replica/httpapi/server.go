@@ -298,6 +298,12 @@ func (s *Server) router() (http.Handler, error) {
 	})
 
 	var h http.Handler = r
+	if s.cfg.HTTP.WebUI {
+		var err error
+		if h, err = s.webUI(h); err != nil {
+			return nil, err
+		}
+	}
 	if c := s.cfg.HTTP.CORS; c.Enabled {
 		origins := c.AllowedOrigins
 		if len(origins) > 0 && strings.TrimSpace(origins[0]) == "*" {
