@@ -21,6 +21,7 @@ FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
 .PHONY: all help build run cluster cluster-down bench-cluster bench-peers bench-scaling bench-disk test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos \
+	ui-screenshots bench-ui \
 	docker-binaries docker-image compose-up compose-demo compose-kill compose-down
 
 all: build
@@ -180,6 +181,20 @@ bench: ## every Go benchmark
 SERVER_BENCHTIME ?= 300x
 bench-server: ## end-to-end server figures (tests/bench)
 	$(GO) test -run '^$$' -bench . -benchtime $(SERVER_BENCHTIME) ./tests/bench/
+
+# The web console (/ui): screenshots of every page for the README, taken
+# by headless chromium (Debian's package) against a real 3-node cluster
+# holding demo data (tests/webui TestScreenshots; the charts wait for
+# UI_CHART_SAMPLES one-second samples). Written to docs/ui/.
+UI_CHART_SAMPLES ?= 45
+ui-screenshots: ## the console's screenshots in docs/ui (real cluster, headless chromium)
+	$(GO) test -count=1 -run '^TestScreenshots$$' -timeout 15m ./tests/webui/ -args -ui.screenshots=$(CURDIR)/docs/ui -ui.chart-samples=$(UI_CHART_SAMPLES)
+
+# Console page loads, navigation to first paint of the data: a topic of
+# 1,000 partitions and a partition of 1,000,000 messages (also in `make bench`).
+UI_BENCHTIME ?= 20x
+bench-ui: ## console page-load figures (tests/webui BenchmarkPageLoad)
+	$(GO) test -run '^$$' -bench PageLoad -benchtime $(UI_BENCHTIME) -timeout 30m ./tests/webui/
 
 # Runs every Fuzz* target in every package for FUZZTIME each. Go 1.26's fuzz
 # engine can end a time-bounded run with "context deadline exceeded" and no

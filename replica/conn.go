@@ -1,11 +1,10 @@
 package replica
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,14 +12,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/replica/audit"
+	"github.com/iggo/iggo/replica/intake"
+	"github.com/iggo/iggo/replica/loginguard"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
 
-// readBufferSize is the connection's socket read buffer. Frames larger than
-// it are read straight into the frame buffer.
+// readBufferSize is the connection's socket read buffer once logged in.
+// Frames larger than it are read straight into the frame buffer.
 const readBufferSize = 64 << 10
 
 // frameBufferKeep bounds the frame buffer a connection keeps between
@@ -40,12 +41,19 @@ type conn struct {
 	id    uint32
 	addr  string
 	log   *zap.Logger
-	r     *bufio.Reader
 	// transport is what GET_CLIENT(S) report (wire.TransportTCP, ...) and
-	// the label of the request metrics.
-	transport uint8
+	// the label of the request metrics; transportName is its admission and
+	// log name ("tcp").
+	transport     uint8
+	transportName string
+	src           netip.Prefix
+	ticket        *intake.Ticket
+	since         time.Time
+	rd            *intake.Reader
+	// regRefused says why the last register did not bind a session (for
+	// the login-failed line).
+	regRefused string
 
-	rbuf []byte
 	ebuf []byte // a send's stored form (encryption at rest, single node)
 	dbuf []byte // a poll's decoded records (encryption at rest)
 	wbuf []byte
@@ -79,8 +87,12 @@ type conn struct {
 	lp             connWait // long polling (conn_wait.go)
 }
 
-func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
-	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: wire.TransportTCP}
+// newConn prepares a connection handed over by transport (its name and
+// wire code), admitted under ticket (released when the connection ends;
+// nil for the node's local sessions).
+func newConn(n *Node, shardIdx int, nc net.Conn, transport string, ticket *intake.Ticket) *conn {
+	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: wire.TransportTCP,
+		transportName: transport, ticket: ticket, src: intake.AddrKey(nc.RemoteAddr()), since: time.Now()}
 	c.id = n.clients.nextID()
 	c.log = n.log.Named("conn").With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
 	c.audit = n.audit.Client(zap.Uint32("client", c.id), zap.String("addr", c.addr))
@@ -89,53 +101,35 @@ func newConn(n *Node, shardIdx int, nc net.Conn) *conn {
 }
 
 // abort closes a connection that never started serving.
-func (c *conn) abort() { _ = c.nc.Close() }
+func (c *conn) abort() {
+	_ = c.nc.Close()
+	c.ticket.Release()
+}
 
 func (c *conn) serve() {
 	if !c.n.clients.add(c) {
-		_ = c.nc.Close()
+		c.abort()
 		return
 	}
 	defer c.finish()
-	c.r = bufio.NewReaderSize(c.nc, readBufferSize)
-	c.rbuf = make([]byte, wire.HeaderSize, 4096)
-	hb := c.n.cfg.Heartbeat
-	stale := time.Duration(float64(hb.Interval.Duration) * 1.2)
+	c.rd = intake.NewReader(c.nc, &c.n.limits)
+	c.n.clientLog.Info(evAccepted, "connection accepted", c.fields()...)
 	for {
-		if hb.Enabled && stale > 0 && c.member.Load() {
-			_ = c.nc.SetReadDeadline(time.Now().Add(stale))
-		} else {
-			_ = c.nc.SetReadDeadline(time.Time{})
-		}
-		frame, err := wire.ReadFrame(c.r, c.rbuf, c.n.maxFrame)
+		frame, err := c.rd.Next(c.idleLimit())
 		if err != nil {
-			var fe *wire.FrameSizeError
-			var ne net.Error
-			switch {
-			case errors.As(err, &fe):
-				c.log.Info("closing connection: frame size out of range", zap.Uint32("size", fe.Size))
-			case errors.As(err, &ne) && ne.Timeout() && c.member.Load():
-				c.log.Info("evicting a silent consumer-group member")
-				c.evictRaw(wire.EvictStaleClient)
-			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
-			default:
-				c.log.Debug("connection read failed", zap.Error(err))
+			if c.readFailed(err) {
+				continue
 			}
 			return
-		}
-		if cap(frame) > cap(c.rbuf) {
-			c.rbuf = frame[:wire.HeaderSize]
 		}
 		c.busy.Store(true)
 		start := time.Now()
 		ok := c.handle(frame)
 		c.n.metrics.ObserveRequest(c.transport, frame, time.Since(start))
 		c.busy.Store(false)
+		c.rd.Release()
 		if !ok || c.revokedSession.Load() {
 			return
-		}
-		if cap(c.rbuf) > frameBufferKeep {
-			c.rbuf = make([]byte, wire.HeaderSize, 4096)
 		}
 		if cap(c.t.buf) > frameBufferKeep {
 			c.t.buf = nil
@@ -154,11 +148,18 @@ func (c *conn) serve() {
 func (c *conn) finish() {
 	c.ended.Store(true)
 	_ = c.nc.Close()
+	c.rd.Release()
+	c.ticket.Release()
 	c.n.clients.remove(c)
 	c.mu.Lock()
 	bound, client := c.bound, c.client
+	closed := c.fields(zap.Duration("duration", time.Since(c.since)))
+	if bound {
+		closed = append(closed, zap.Uint32("user_id", c.userID))
+	}
 	c.bound = false
 	c.mu.Unlock()
+	c.n.clientLog.Info(evClosed, "connection closed", closed...)
 	if bound && len(c.n.store.View().Memberships(client)) > 0 {
 		c.n.submitSystem(metadata.DisconnectClient{Client: client})
 	}
@@ -370,33 +371,45 @@ func (c *conn) login(h *wire.RequestHeader, body []byte) bool {
 		// wrong.
 		return c.reject(h, wire.CodeTransientNotAccepted)
 	}
-	var u *metadata.User
-	var code wire.Code
-	if reg.Password != nil {
-		u, code = view.AuthenticatePassword(reg.Password.Username, reg.Password.Password)
-		if code == wire.CodeUserInactive {
-			return c.evict(h, wire.EvictUserInactive)
-		}
+	u, code, token, verdict := c.credentials(view, &reg)
+	switch verdict {
+	case loginguard.Stopped:
+		return false
+	case loginguard.Busy:
+		c.loginFailed(&reg, "no password verification slot in time (login.verification_queue_*)")
+		return c.reject(h, wire.CodeTransientNotAccepted)
+	case loginguard.Throttled:
+		c.loginFailed(&reg, "throttled (login.throttle)")
+		return c.evict(h, wire.EvictInvalidCredentials)
 	}
-	byPassword := u
-	if u == nil && reg.Token != nil {
-		u, code = view.AuthenticateToken(reg.Token.Token, nowMicros())
-		switch {
-		case code == wire.CodeUserInactive:
-			return c.evict(h, wire.EvictUserInactive)
-		case u == nil:
-			return c.evict(h, wire.EvictInvalidToken)
-		}
-	}
-	if u == nil {
+	switch {
+	case code == wire.CodeUserInactive:
+		c.loginFailed(&reg, "user inactive")
+		return c.evict(h, wire.EvictUserInactive)
+	case u == nil && token:
+		c.loginFailed(&reg, "invalid token")
+		return c.evict(h, wire.EvictInvalidToken)
+	case u == nil:
+		c.loginFailed(&reg, "invalid credentials")
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
 	var tok *metadata.TokenHash
-	if u != byPassword {
+	if token { // the token form decided (credentials)
 		th := metadata.HashToken(reg.Token.Token)
 		tok = &th
 	}
-	return c.register(h, u.ID, tok, bound, client)
+	c.regRefused = ""
+	ok := c.register(h, u.ID, tok, bound, client)
+	c.mu.Lock()
+	registered := c.bound && c.client == h.Client && c.userID == u.ID
+	c.mu.Unlock()
+	switch {
+	case registered && ok:
+		c.loggedIn(u, token)
+	case c.regRefused != "":
+		c.loginFailed(&reg, c.regRefused)
+	}
+	return ok
 }
 
 // register binds this connection to a new session of an authenticated user
@@ -432,10 +445,13 @@ func (c *conn) register(h *wire.RequestHeader, uid uint32, tok *metadata.TokenHa
 	switch replyCode(c.t.reply) {
 	case 0:
 	case uint32(wire.CodeUserInactive):
+		c.regRefused = "user inactive"
 		return c.evict(h, wire.EvictUserInactive)
 	case uint32(wire.CodeInvalidPersonalAccessToken):
+		c.regRefused = "invalid token (deleted or expired at commit)"
 		return c.evict(h, wire.EvictInvalidToken)
 	default:
+		c.regRefused = "refused by the metadata group"
 		return c.evict(h, wire.EvictInvalidCredentials)
 	}
 	if bound {
@@ -464,6 +480,7 @@ func (c *conn) logout(h *wire.RequestHeader) bool {
 	c.token, c.byToken = metadata.TokenHash{}, false
 	c.mu.Unlock()
 	c.member.Store(false)
+	c.rd.SetAuthenticated(false)
 	if bound {
 		c.leaveGroupsOf(client)
 	}

@@ -14,11 +14,17 @@
 //     owning shard's loop touches a partition: its vsr.Replica, journal,
 //     segments and consumer offsets.
 //   - Connections. The listener runs on shard 0's behalf and hands every
-//     accepted connection, before reading a byte, to the next shard
+//     accepted connection to serveClient (intake.go), the one entry of
+//     every transport: it is admitted by intake.Admission (connections_max,
+//     per transport, per address before a login, the unauthenticated byte
+//     budget; the excess is closed at once) and handed, before a byte is
+//     read, to the next shard
 //     round-robin (shard 0 included unless
 //     cluster.coordinator.skip_shard_zero_for_clients). That shard starts
 //     the connection's goroutine (Go's netpoller does the waiting). The
-//     goroutine reads a frame, decodes it with wire, checks session and
+//     goroutine reads a frame through intake.Reader (buffer grown as bytes
+//     arrive, charged to the node's budgets, under the header, body and
+//     idle deadlines), decodes it with wire, checks session and
 //     permissions against the published metadata view (metadata.Store; a
 //     copy-on-write State read without locks), and serves reads itself.
 //     Everything replicated, and every partition read, becomes a task in

@@ -32,8 +32,10 @@ func (b httpBackend) OpenSession(addr string, user uint32) httpapi.Session {
 	return localHTTPSession{b.n.OpenLocalSession(wire.TransportHTTP, addr, user)}
 }
 
-func (b httpBackend) AuthenticatePassword(username, password string) (uint32, wire.Code) {
-	u, code := b.n.store.View().AuthenticatePassword(username, password)
+// AuthenticatePassword checks an HTTP login from addr under the login guard
+// (verification slots, failed-login throttle) like a binary login.
+func (b httpBackend) AuthenticatePassword(addr, username, password string) (uint32, wire.Code) {
+	u, code := b.n.passwordLogin("http", addr, b.n.store.View(), username, password)
 	if u == nil {
 		if code == 0 {
 			code = wire.CodeInvalidCredentials
@@ -218,6 +220,8 @@ func (n *Node) MetricsSnapshot(s *metrics.Snapshot) {
 		}
 		t.AppendedMessages += ps.appendedMsgs.Load()
 		t.AppendedBytes += ps.appendedBytes.Load()
+		t.PolledMessages += ps.polledMsgs.Load()
+		t.PolledBytes += ps.polledBytes.Load()
 		t.StoredMessages += ps.messages.Load()
 		t.StoredBytes += ps.size.Load()
 		return true

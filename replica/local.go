@@ -109,7 +109,7 @@ func (s *LocalSession) Close() {
 
 func (s *LocalSession) newConn() *conn {
 	cc := &capture{addr: localAddr(s.addr)}
-	c := newConn(s.n, 0, cc)
+	c := newConn(s.n, 0, cc, "local", nil) // no socket: nothing to admit
 	c.transport = s.transport
 	c.lp.slots = &s.waits
 	return c

@@ -27,11 +27,14 @@ import (
 	"github.com/iggo/iggo/replica/fdbudget"
 	"github.com/iggo/iggo/replica/gossip"
 	"github.com/iggo/iggo/replica/httpapi"
+	"github.com/iggo/iggo/replica/intake"
 	"github.com/iggo/iggo/replica/limitlog"
+	"github.com/iggo/iggo/replica/loginguard"
 	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/plane"
+	"github.com/iggo/iggo/replica/ratelog"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -151,8 +154,15 @@ type Node struct {
 	dirLock *datadir.Lock
 	ln      net.Listener
 	handoff *shard.RoundRobin
-	bound   string
-	started time.Time
+	// Client intake (intake.go): admission, budgets and frame limits, the
+	// login guard and the rate-limited client log.
+	admission    *intake.Admission
+	unauthBudget *intake.Budget
+	limits       intake.Limits
+	logins       *loginguard.Guard
+	clientLog    *ratelog.Logger
+	bound        string
+	started      time.Time
 	// The HTTP API's listeners (bindHTTP) and bound addresses.
 	httpLn, metricsLn       net.Listener
 	httpBound, metricsBound string
@@ -238,6 +248,8 @@ func New(opts Options) (*Node, error) {
 	n.admit = metadata.DefaultAdmitConfig()
 	n.admit.TopicDefaults.SegmentSizeMax = wire.MaxSegmentSize
 	n.clients.init()
+	n.clientLog = ratelog.New(log.Named("clients"), opts.Config.Logging.ClientEventsPerSecond)
+	n.initIntake()
 	n.limitLog = limitlog.New(n.log, limitlog.DefaultInterval)
 	n.metrics = metrics.New(n)
 	return n, nil
@@ -259,7 +271,10 @@ func (n *Node) partitionBudget() error {
 	if n.clustered() {
 		peers = len(n.cfg.Cluster.Nodes) - 1
 	}
-	b := fdbudget.Split(fdbudget.Inputs{Limit: limit, ConnectionsMax: n.cfg.MessageBus.ConnectionsMax, Peers: peers,
+	// The connection cap in force (startIntake): message_bus.connections_max
+	// resolved against the descriptor limit and descriptors_reserved.
+	conns := n.admission.Config().ConnectionsMax
+	b := fdbudget.Split(fdbudget.Inputs{Limit: limit, ConnectionsMax: &conns, Peers: peers,
 		HandshakesMax: n.cfg.MessageBus.ReplicaHandshakesMax, HandshakesPerAddress: n.cfg.MessageBus.ReplicaHandshakesPerAddress,
 		PartitionsMax: uint64(max(n.cfg.Metadata.PartitionsMax, 0))})
 	n.admit.PartitionsMax = uint32(min(b.Cap, math.MaxUint32))
@@ -292,6 +307,11 @@ func (n *Node) Start() (err error) {
 	n.incarnation = uint64(n.started.UnixMicro())
 	// Consumer-group joins record where the member's connection lives.
 	n.admit.Node, n.admit.Boot = uint8(n.opts.ReplicaID), n.incarnation
+	// The descriptor limit is raised and the connection cap derived first:
+	// the partition budget is what the cap leaves.
+	if err := n.startIntake(); err != nil {
+		return err
+	}
 	if err := n.partitionBudget(); err != nil {
 		return err
 	}
@@ -873,9 +893,11 @@ func (n *Node) serve() error {
 }
 
 // acceptLoop runs on the listener's goroutine on behalf of shard 0: each
-// accepted connection is handed to the next shard before a byte is read.
+// accepted connection goes to serveClient before a byte is read. Failed
+// accepts (out of descriptors, above all) back off instead of spinning.
 func (n *Node) acceptLoop() {
 	defer n.bg.Done()
+	bo := intake.AcceptBackoff{Min: acceptBackoffLo, Max: acceptBackoffHi}
 	for {
 		c, err := n.ln.Accept()
 		if err != nil {
@@ -886,20 +908,16 @@ func (n *Node) acceptLoop() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			n.log.Error("accept failed", zap.Error(err))
-			time.Sleep(10 * time.Millisecond)
+			if !n.acceptFailed(&bo, transportTCP, err) {
+				return
+			}
 			continue
 		}
+		bo.Succeeded()
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		k := n.handoff.Next()
-		cn := newConn(n, k, c)
-		if err := n.rt.Send(k, &task{kind: tkConn, conn: cn}); err != nil {
-			// A full inbox refuses the hand-off; the client reconnects.
-			n.log.Warn("connection refused: shard inbox full", zap.Int("shard", k), zap.Error(err))
-			cn.abort()
-		}
+		n.serveClient(transportTCP, c)
 	}
 }
 

@@ -66,6 +66,10 @@ type partStats struct {
 	// already held at a replay are not counted).
 	appendedMsgs  atomic.Uint64
 	appendedBytes atomic.Uint64
+	// polledMsgs and polledBytes count what polls on this node read
+	// (messages, and bytes of the records handed to the reply).
+	polledMsgs  atomic.Uint64
+	polledBytes atomic.Uint64
 }
 
 // partition is one partition's state machine and storage on its owning
@@ -1153,6 +1157,14 @@ func (p *partition) poll(t *task) {
 		from = max(from, base) + uint64(s.Count)
 	}
 	r.lastOffset = from - 1
+	if r.count > 0 {
+		n := 0
+		for _, b := range r.parts {
+			n += len(b)
+		}
+		p.stats.polledMsgs.Add(uint64(r.count))
+		p.stats.polledBytes.Add(uint64(n))
+	}
 }
 
 // growBuffer returns a buffer of size n holding buf[:keep].

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math"
 	"reflect"
 	"strings"
@@ -736,5 +737,90 @@ func TestDecodeReplyStatusBeforeOperation(t *testing.T) {
 	var fe *FieldError
 	if _, _, err := DecodeReply(ok, 0); !errors.As(err, &fe) || fe.Field != "operation" {
 		t.Fatalf("unknown operation on a status-0 reply: %v", err)
+	}
+}
+
+// trickle hands out at most step bytes per Read.
+type trickle struct {
+	b    []byte
+	step int
+}
+
+func (t *trickle) Read(p []byte) (int, error) {
+	if len(t.b) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), t.step, len(t.b))
+	copy(p, t.b[:n])
+	t.b = t.b[n:]
+	return n, nil
+}
+
+func TestReadBodyGrowsWithArrival(t *testing.T) {
+	body := make([]byte, 1<<20)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	frame := AppendRequest(nil, RequestHeader{Client: Uint128{Lo: 1}, Operation: OpSendMessages}, body)
+	cases := []struct {
+		name    string
+		arrived int // bytes the peer sends before stopping
+		step    int
+	}{
+		{"whole frame, small reads", len(frame), 1000},
+		{"whole frame, large reads", len(frame), 1 << 20},
+		{"header only", HeaderSize, 1000},
+		{"one byte of body", HeaderSize + 1, 1000},
+		{"a tenth", len(frame) / 10, 4096},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &trickle{b: frame[HeaderSize:tc.arrived], step: tc.step}
+			buf := append(make([]byte, 0, HeaderSize), frame[:HeaderSize]...)
+			charged := 0
+			out, got, err := ReadBody(r, buf, len(frame), func(n int) error { charged += n; return nil })
+			if got != tc.arrived {
+				t.Fatalf("got %d bytes, %d arrived", got, tc.arrived)
+			}
+			if bound := 2*tc.arrived + BodyGrowthMin; cap(out) > bound || charged > bound {
+				t.Fatalf("%d bytes arrived: buffer cap %d, charged %d, bound %d", tc.arrived, cap(out), charged, bound)
+			}
+			if charged+HeaderSize != len(out) {
+				t.Fatalf("charged %d for a room of %d", charged, len(out))
+			}
+			if tc.arrived == len(frame) {
+				if err != nil || !bytes.Equal(out, frame) {
+					t.Fatalf("complete frame: %v", err)
+				}
+			} else if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("partial frame: %v", err)
+			}
+		})
+	}
+}
+
+func TestReadBodyChargeRefusal(t *testing.T) {
+	frame := AppendRequest(nil, RequestHeader{Client: Uint128{Lo: 1}, Operation: OpSendMessages}, make([]byte, 100_000))
+	stop := errors.New("budget")
+	allowed := 3 * BodyGrowthMin
+	r := &trickle{b: frame[HeaderSize:], step: 1 << 20}
+	buf := append([]byte(nil), frame[:HeaderSize]...)
+	total := 0
+	out, got, err := ReadBody(r, buf, len(frame), func(n int) error {
+		if total+n > allowed {
+			return stop
+		}
+		total += n
+		return nil
+	})
+	if !errors.Is(err, stop) || got > allowed+HeaderSize || cap(out) > 2*(allowed+HeaderSize) {
+		t.Fatalf("err %v, got %d, cap %d", err, got, cap(out))
+	}
+	// A buffer that is already large enough is reused: no allocation.
+	big := make([]byte, HeaderSize, len(frame))
+	copy(big, frame)
+	out, _, err = ReadBody(&trickle{b: frame[HeaderSize:], step: 5000}, big, len(frame), nil)
+	if err != nil || &out[0] != &big[0] || !bytes.Equal(out, frame) {
+		t.Fatalf("reuse: %v", err)
 	}
 }

@@ -22,10 +22,11 @@ func (e *FrameSizeError) Error() string {
 // IggyCode implements Coder.
 func (e *FrameSizeError) IggyCode() Code { return CodeInvalidCommand }
 
-// ReadFrame reads one frame (header + body) from r into buf, growing it only
-// when it is too small, and returns the frame. maxSize 0 means
-// DefaultMaxFrameSize. A size outside [256, maxSize] yields *FrameSizeError
-// without reading the body.
+// ReadFrame reads one frame (header + body) from r into buf and returns the
+// frame. maxSize 0 means DefaultMaxFrameSize. A size outside [256, maxSize]
+// yields *FrameSizeError without reading the body. The buffer grows only as
+// body bytes arrive (ReadBody), so a peer that declares a large frame and
+// sends little of it costs little memory.
 func ReadFrame(r io.Reader, buf []byte, maxSize uint32) ([]byte, error) {
 	if maxSize == 0 {
 		maxSize = DefaultMaxFrameSize
@@ -41,19 +42,53 @@ func ReadFrame(r io.Reader, buf []byte, maxSize uint32) ([]byte, error) {
 	if size < HeaderSize || size > maxSize {
 		return nil, &FrameSizeError{Size: size, Max: maxSize}
 	}
-	if cap(buf) < int(size) {
-		grown := make([]byte, size)
-		copy(grown, buf[:HeaderSize])
-		buf = grown
-	}
-	buf = buf[:size]
-	if _, err := io.ReadFull(r, buf[HeaderSize:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	frame, _, err := ReadBody(r, buf, int(size), nil)
+	return frame, err
+}
+
+// BodyGrowthMin is the first step by which ReadBody extends the room it
+// gives a frame beyond its header.
+const BodyGrowthMin = 4096
+
+// ReadBody reads the rest of a frame whose header is buf[:HeaderSize] and
+// whose total size is size (>= HeaderSize), growing buf as bytes arrive: the
+// room it reads into starts at BodyGrowthMin and doubles only once it is
+// full, so the memory a frame holds is never more than twice what arrived
+// (plus one step). A larger buf is reused without allocating. Before each
+// extension of the room by n bytes it calls charge(n) when charge is not
+// nil; an error from charge stops the read and is returned as is. It returns
+// the buffer (frame is buf[:size] when err is nil) and how many bytes of the
+// frame are in it; io.EOF in the middle of a frame becomes
+// io.ErrUnexpectedEOF.
+func ReadBody(r io.Reader, buf []byte, size int, charge func(n int) error) ([]byte, int, error) {
+	got := HeaderSize
+	room := HeaderSize
+	for got < size {
+		if got == room {
+			next := min(size, max(2*room, room+BodyGrowthMin))
+			if charge != nil {
+				if err := charge(next - room); err != nil {
+					return buf, got, err
+				}
+			}
+			if cap(buf) < next {
+				grown := make([]byte, next)
+				copy(grown, buf[:got])
+				buf = grown
+			}
+			buf = buf[:next]
+			room = next
 		}
-		return nil, err
+		n, err := r.Read(buf[got:room])
+		got += n
+		if err != nil && got < size {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, got, err
+		}
 	}
-	return buf, nil
+	return buf[:size], got, nil
 }
 
 // AppendRequest appends a request frame: the header h (Size is computed) and

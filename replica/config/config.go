@@ -34,6 +34,7 @@ type Config struct {
 	Metadata            MetadataConfig            `toml:"metadata"`
 	Partition           PartitionConfig           `toml:"partition"`
 	MessageBus          MessageBusConfig          `toml:"message_bus"`
+	Login               LoginConfig               `toml:"login"`
 	LongPoll            LongPollConfig            `toml:"long_poll"`
 	Node                NodeConfig                `toml:"node"`
 }
@@ -201,6 +202,11 @@ type LoggingConfig struct {
 	RotationCheckInterval Duration `toml:"rotation_check_interval"`
 	Retention             Duration `toml:"retention"`
 	SysinfoPrintInterval  Duration `toml:"sysinfo_print_interval"`
+	// ClientEventsPerSecond bounds the log lines about clients (connections
+	// accepted, closed and refused, logins, refused frames) per kind of
+	// event and second; what is held back is counted in the next line.
+	// iggo key.
+	ClientEventsPerSecond int `toml:"client_events_per_second"`
 	// AuditLinesPerSecond and AuditClientLinesPerSecond bound the audit
 	// lines of denials and refused changes (package replica/audit) the
 	// node writes, and one client connection may cause, per second (bursts
@@ -392,9 +398,63 @@ type MessageBusConfig struct {
 	ReplicaHelloGrace           Duration `toml:"replica_hello_grace"`
 	ReplicaHandshakesPerAddress int      `toml:"replica_handshakes_per_address"`
 	ReplicaHandshakesMax        int      `toml:"replica_handshakes_max"`
-	// ConnectionsMax caps open client sockets; nil means half the soft
-	// RLIMIT_NOFILE after the server raises it, 0 means no cap.
+	// ConnectionsMax caps open client connections (all transports); nil
+	// means half the soft RLIMIT_NOFILE after the server raises it, 0 means
+	// the soft limit minus DescriptorsReserved. Never more than that.
 	ConnectionsMax *int `toml:"connections_max,omitempty"`
+
+	// The keys below are iggo's (client intake limits, package
+	// replica/intake).
+
+	// DescriptorsReserved are descriptors client connections never take:
+	// replica plane, partition files, rings, listeners, logs.
+	DescriptorsReserved int `toml:"descriptors_reserved"`
+	// UnauthenticatedPerAddressMax caps connections per source address
+	// (IPv6: per /64) that have not logged in; 0 means no cap.
+	UnauthenticatedPerAddressMax int `toml:"unauthenticated_per_address_max"`
+	// UnauthenticatedBytesMax is the node's budget of bytes held by
+	// connections that have not logged in (buffers and frames).
+	UnauthenticatedBytesMax ByteSize `toml:"unauthenticated_bytes_max"`
+	// UnauthenticatedFrameMax is the largest frame before a login.
+	UnauthenticatedFrameMax ByteSize `toml:"unauthenticated_frame_max"`
+	// InflightBytesMax is the node's budget of bytes of request frames
+	// being read or served.
+	InflightBytesMax ByteSize `toml:"inflight_bytes_max"`
+	// FrameHeaderTimeout bounds a header from its first byte,
+	// FrameBodyTimeout a body from its complete header.
+	FrameHeaderTimeout Duration `toml:"frame_header_timeout"`
+	FrameBodyTimeout   Duration `toml:"frame_body_timeout"`
+	// UnauthenticatedIdleTimeout bounds the wait for the next frame on a
+	// connection that has not logged in.
+	UnauthenticatedIdleTimeout Duration `toml:"unauthenticated_idle_timeout"`
+}
+
+// LoginConfig ([login], an iggo table) bounds what logins can cost: the
+// password verifications run at once and the throttle of failed logins
+// (package replica/loginguard).
+type LoginConfig struct {
+	// VerificationsMax is how many password verifications (Argon2id) run
+	// at once; 0 sizes it from the CPUs and memory.
+	VerificationsMax int `toml:"verifications_max"`
+	// VerificationQueueMax logins may wait for a verification, each at most
+	// VerificationQueueTimeout; beyond, the login is answered
+	// TransientNotAccepted (SDKs replay it).
+	VerificationQueueMax     int      `toml:"verification_queue_max"`
+	VerificationQueueTimeout Duration `toml:"verification_queue_timeout"`
+
+	Throttle LoginThrottleConfig `toml:"throttle"`
+}
+
+// LoginThrottleConfig is [login.throttle]: token buckets of failed logins
+// per client address and per user name.
+type LoginThrottleConfig struct {
+	Enabled         bool     `toml:"enabled"`
+	AddressBurst    int      `toml:"address_burst"`
+	AddressInterval Duration `toml:"address_interval"`
+	UserBurst       int      `toml:"user_burst"`
+	UserInterval    Duration `toml:"user_interval"`
+	DelayMax        Duration `toml:"delay_max"`
+	EntriesMax      int      `toml:"entries_max"`
 }
 
 // LongPollConfig bounds polls that wait for messages (iggo's wait

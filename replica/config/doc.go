@@ -11,7 +11,7 @@
 //
 // Every key either acts or refuses to start: nothing is accepted and
 // ignored. Keys of features this build does not serve ([quic],
-// [websocket], [telemetry], TLS on [tcp], http.web_ui) are parsed and
+// [websocket], [telemetry], TLS on [tcp]) are parsed and
 // validated like the rest, and turning one on refuses to start with a
 // message saying it is not available (a TLS setting never falls back to
 // plaintext). [http] is served, enabled by default as in Iggy. Iggy keys
@@ -24,9 +24,12 @@
 // runtime.gc_percent (the Go collector's GOGC target),
 // cluster.nodes[].ports.gossip (the memberlist port; unset, tcp_replica +
 // GossipPortOffset), http.metrics.open_address (the metrics endpoint
-// without authentication on a separate listener) and the [long_poll]
-// table (max_wait, waiters_max, waiters_per_connection: polls that wait
-// for messages).
+// without authentication on a separate listener), the [long_poll] table
+// (max_wait, waiters_max, waiters_per_connection: polls that wait for
+// messages), the client-intake limits under [message_bus]
+// (descriptors_reserved, unauthenticated_*, inflight_bytes_max,
+// frame_*_timeout), logging.client_events_per_second and the [login] table
+// (password verifications at once, the failed-login throttle).
 //
 // # Loading
 //

@@ -400,7 +400,7 @@ func TestEveryKeyHonouredOrRefused(t *testing.T) {
 		switch {
 		case read && isRefused:
 			// A key the server reads may still refuse values it cannot
-			// serve (connections_max while another branch implements it).
+			// serve.
 			honoured++
 		case read:
 			honoured++

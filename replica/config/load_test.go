@@ -64,6 +64,23 @@ func TestDefaultsLoad(t *testing.T) {
 		{"metadata.clients_table_max", cfg.Metadata.ClientsTableMax, 8192},
 		{"message_bus.max_message_size", cfg.MessageBus.MaxMessageSize, 64 * MiB},
 		{"message_bus.peer_queue_capacity", cfg.MessageBus.PeerQueueCapacity, 4096},
+		{"message_bus.connections_max", cfg.MessageBus.ConnectionsMax, (*int)(nil)},
+		{"message_bus.descriptors_reserved", cfg.MessageBus.DescriptorsReserved, 256},
+		{"message_bus.unauthenticated_per_address_max", cfg.MessageBus.UnauthenticatedPerAddressMax, 256},
+		{"message_bus.unauthenticated_bytes_max", cfg.MessageBus.UnauthenticatedBytesMax, 64 * MiB},
+		{"message_bus.unauthenticated_frame_max", cfg.MessageBus.UnauthenticatedFrameMax, 64 * KiB},
+		{"message_bus.inflight_bytes_max", cfg.MessageBus.InflightBytesMax, GiB},
+		{"message_bus.frame_header_timeout", cfg.MessageBus.FrameHeaderTimeout.Duration, 10 * time.Second},
+		{"message_bus.frame_body_timeout", cfg.MessageBus.FrameBodyTimeout.Duration, time.Minute},
+		{"message_bus.unauthenticated_idle_timeout", cfg.MessageBus.UnauthenticatedIdleTimeout.Duration, 30 * time.Second},
+		{"login.verifications_max", cfg.Login.VerificationsMax, 0},
+		{"login.verification_queue_max", cfg.Login.VerificationQueueMax, 1024},
+		{"login.verification_queue_timeout", cfg.Login.VerificationQueueTimeout.Duration, 5 * time.Second},
+		{"login.throttle.enabled", cfg.Login.Throttle.Enabled, true},
+		{"login.throttle.address_burst", cfg.Login.Throttle.AddressBurst, 10},
+		{"login.throttle.user_interval", cfg.Login.Throttle.UserInterval.Duration, 500 * time.Millisecond},
+		{"login.throttle.delay_max", cfg.Login.Throttle.DelayMax.Duration, 5 * time.Second},
+		{"logging.client_events_per_second", cfg.Logging.ClientEventsPerSecond, 20},
 		{"heartbeat.interval", cfg.Heartbeat.Interval.Duration, 30 * time.Second},
 		{"personal_access_token.max_tokens_per_user", cfg.PersonalAccessToken.MaxTokensPerUser, 100},
 		{"data_maintenance.messages.interval", cfg.DataMaintenance.Messages.Interval.Duration, time.Minute},
@@ -430,5 +447,48 @@ func TestInvalidFileRefusesWithAllProblems(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %s: %v", want, err)
 		}
+	}
+}
+
+// The client-intake and login keys take IGGY_* overrides like every key.
+func TestIntakeKeysFromEnvironment(t *testing.T) {
+	cfg, warnings := mustLoad(t, "",
+		"IGGY_MESSAGE_BUS_CONNECTIONS_MAX=50",
+		"IGGY_MESSAGE_BUS_DESCRIPTORS_RESERVED=64",
+		"IGGY_MESSAGE_BUS_UNAUTHENTICATED_PER_ADDRESS_MAX=8",
+		"IGGY_MESSAGE_BUS_UNAUTHENTICATED_BYTES_MAX=1 MiB",
+		"IGGY_MESSAGE_BUS_UNAUTHENTICATED_FRAME_MAX=8 KiB",
+		"IGGY_MESSAGE_BUS_INFLIGHT_BYTES_MAX=128 MiB",
+		"IGGY_MESSAGE_BUS_FRAME_HEADER_TIMEOUT=2 s",
+		"IGGY_MESSAGE_BUS_FRAME_BODY_TIMEOUT=3 s",
+		"IGGY_MESSAGE_BUS_UNAUTHENTICATED_IDLE_TIMEOUT=4 s",
+		"IGGY_LOGIN_VERIFICATIONS_MAX=3",
+		"IGGY_LOGIN_VERIFICATION_QUEUE_MAX=7",
+		"IGGY_LOGIN_VERIFICATION_QUEUE_TIMEOUT=1 s",
+		"IGGY_LOGIN_THROTTLE_ENABLED=false",
+		"IGGY_LOGIN_THROTTLE_ADDRESS_BURST=3",
+		"IGGY_LOGIN_THROTTLE_ADDRESS_INTERVAL=2 s",
+		"IGGY_LOGIN_THROTTLE_USER_BURST=4",
+		"IGGY_LOGIN_THROTTLE_USER_INTERVAL=250 ms",
+		"IGGY_LOGIN_THROTTLE_DELAY_MAX=1 s",
+		"IGGY_LOGIN_THROTTLE_ENTRIES_MAX=100",
+		"IGGY_LOGGING_CLIENT_EVENTS_PER_SECOND=5",
+	)
+	if len(warnings) != 0 {
+		t.Fatalf("warnings: %v", warnings)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b, l := cfg.MessageBus, cfg.Login
+	got := []any{*b.ConnectionsMax, b.DescriptorsReserved, b.UnauthenticatedPerAddressMax, b.UnauthenticatedBytesMax,
+		b.UnauthenticatedFrameMax, b.InflightBytesMax, b.FrameHeaderTimeout.Duration, b.FrameBodyTimeout.Duration,
+		b.UnauthenticatedIdleTimeout.Duration, l.VerificationsMax, l.VerificationQueueMax, l.VerificationQueueTimeout.Duration,
+		l.Throttle.Enabled, l.Throttle.AddressBurst, l.Throttle.AddressInterval.Duration, l.Throttle.UserBurst,
+		l.Throttle.UserInterval.Duration, l.Throttle.DelayMax.Duration, l.Throttle.EntriesMax, cfg.Logging.ClientEventsPerSecond}
+	want := []any{50, 64, 8, MiB, 8 * KiB, 128 * MiB, 2 * time.Second, 3 * time.Second, 4 * time.Second, 3, 7, time.Second,
+		false, 3, 2 * time.Second, 4, 250 * time.Millisecond, time.Second, 100, 5}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %v\nwant %v", got, want)
 	}
 }

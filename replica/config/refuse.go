@@ -31,14 +31,11 @@ var Refused = []Refusal{
 	{Key: "websocket.enabled", Reason: "the WebSocket transport is not available in this build; set it to false", Probe: "true"},
 	{Key: "websocket.tls.enabled", Reason: "WebSocket TLS is not available in this build; set it to false", Probe: "true"},
 	{Key: "quic.enabled", Reason: "the QUIC transport is not available in this build; set it to false", Probe: "true"},
-	{Key: "http.web_ui", Reason: "the /ui console is not served by this build; set it to false", Probe: "true"},
 	{Key: "telemetry.enabled", Reason: "OpenTelemetry export is not available in this build; set it to false", Probe: "true"},
 	{Key: "tcp.enabled", Reason: "TCP is the only client transport this build serves; it cannot be turned off", Probe: "false"},
 
-	// Owned by other work: message_bus.connections_max (connection limits)
-	// and partition.dedup_clients_max (exactly-once sends) are refused
-	// until it lands.
-	{Key: "message_bus.connections_max", Reason: "a cap on client connections is not enforced by this build; leave it unset", Probe: "100"},
+	// Owned by other work: partition.dedup_clients_max (exactly-once
+	// sends) is refused until it lands.
 	{Key: "partition.dedup_clients_max", Reason: "this build keeps no per-writer retry table (exactly-once sends are not implemented): a producer's replayed send may be appended twice; only the default is accepted", Probe: "100"},
 
 	// Iggy settings for mechanisms this build does not have.

@@ -93,6 +93,16 @@ const (
 	partitionIOCapacityMax   = 65536
 	pollCompletionsMax       = 1 << 20
 	defaultPartitionIOBudget = 256 * MiB
+	// Client intake (iggo keys).
+	DescriptorsReservedMin  = 16
+	DescriptorsReservedMax  = 1 << 20
+	UnauthenticatedFrameMin = 4 * KiB
+	// UnauthenticatedConnBytes is what a connection holds before its login:
+	// a 4 KiB read buffer and a 4 KiB frame buffer.
+	UnauthenticatedConnBytes = 8 * KiB
+	LoginVerificationsMax    = 1024
+	LoginThrottleEntriesMin  = 16
+	ClientEventsPerSecondMax = 100000
 )
 
 type checker struct{ problems []Problem }
@@ -139,6 +149,7 @@ func (cfg *Config) Validate() error {
 	cfg.validateSharding(c)
 	cfg.validateMetadataPartition(c)
 	cfg.validateMessageBus(c)
+	cfg.validateLogin(c)
 	cfg.validateLongPoll(c)
 	cfg.validateCluster(c)
 	cfg.validateNode(c)
@@ -353,6 +364,7 @@ func (cfg *Config) validateLogging(c *checker) {
 	if d := l.SysinfoPrintInterval.Duration; d != 0 && d < loggingIntervalMin {
 		c.fail("logging.sysinfo_print_interval", "must be 0 (off) or at least 1 s, got %s", l.SysinfoPrintInterval)
 	}
+	c.intRange("logging.client_events_per_second", l.ClientEventsPerSecond, 1, ClientEventsPerSecondMax)
 	if n := l.AuditLinesPerSecond; n < 1 || n > auditLinesMax {
 		c.fail("logging.audit_lines_per_second", "must be 1..%d, got %d", auditLinesMax, n)
 	}
@@ -531,7 +543,45 @@ func (cfg *Config) validateMessageBus(c *checker) {
 	c.intRange("message_bus.replica_handshakes_per_address", b.ReplicaHandshakesPerAddress, 1, ReplicaHandshakesMax)
 	c.intRange("message_bus.replica_handshakes_max", b.ReplicaHandshakesMax, 1, ReplicaHandshakesMax)
 	if b.ConnectionsMax != nil && *b.ConnectionsMax < 0 {
-		c.fail("message_bus.connections_max", "must be 0 (no cap) or positive, got %d", *b.ConnectionsMax)
+		c.fail("message_bus.connections_max", "must be 0 (the descriptor limit minus descriptors_reserved) or positive, got %d", *b.ConnectionsMax)
+	}
+	c.intRange("message_bus.descriptors_reserved", b.DescriptorsReserved, DescriptorsReservedMin, DescriptorsReservedMax)
+	if b.UnauthenticatedPerAddressMax < 0 {
+		c.fail("message_bus.unauthenticated_per_address_max", "must be 0 (no cap) or positive, got %d", b.UnauthenticatedPerAddressMax)
+	}
+	if f := b.UnauthenticatedFrameMax; f < UnauthenticatedFrameMin {
+		c.fail("message_bus.unauthenticated_frame_max", "must be at least 4 KiB, got %s", f)
+	}
+	if floor := b.UnauthenticatedFrameMax + UnauthenticatedConnBytes; b.UnauthenticatedBytesMax < floor {
+		c.fail("message_bus.unauthenticated_bytes_max", "must be at least message_bus.unauthenticated_frame_max + 8 KiB = %s (one connection and its login), got %s", floor, b.UnauthenticatedBytesMax)
+	}
+	if b.InflightBytesMax < b.MaxMessageSize {
+		c.fail("message_bus.inflight_bytes_max", "must be at least message_bus.max_message_size (%s): the largest frame must fit, got %s", b.MaxMessageSize, b.InflightBytesMax)
+	}
+	c.positive("message_bus.frame_header_timeout", b.FrameHeaderTimeout)
+	c.positive("message_bus.frame_body_timeout", b.FrameBodyTimeout)
+	c.positive("message_bus.unauthenticated_idle_timeout", b.UnauthenticatedIdleTimeout)
+}
+
+func (cfg *Config) validateLogin(c *checker) {
+	l := cfg.Login
+	c.intRange("login.verifications_max", l.VerificationsMax, 0, LoginVerificationsMax)
+	if l.VerificationQueueMax < 0 {
+		c.fail("login.verification_queue_max", "must be 0 (no waiting) or positive, got %d", l.VerificationQueueMax)
+	}
+	c.positive("login.verification_queue_timeout", l.VerificationQueueTimeout)
+	t := l.Throttle
+	if t.AddressBurst < 1 {
+		c.fail("login.throttle.address_burst", "must be at least 1, got %d", t.AddressBurst)
+	}
+	if t.UserBurst < 1 {
+		c.fail("login.throttle.user_burst", "must be at least 1, got %d", t.UserBurst)
+	}
+	c.positive("login.throttle.address_interval", t.AddressInterval)
+	c.positive("login.throttle.user_interval", t.UserInterval)
+	c.positive("login.throttle.delay_max", t.DelayMax)
+	if t.EntriesMax < LoginThrottleEntriesMin {
+		c.fail("login.throttle.entries_max", "must be at least %d, got %d", LoginThrottleEntriesMin, t.EntriesMax)
 	}
 }
 

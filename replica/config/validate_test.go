@@ -267,7 +267,27 @@ func TestEveryRuleRefuses(t *testing.T) {
 		{"close peer", func(c *Config) { c.MessageBus.ClosePeerTimeout = D(0) }, "message_bus.close_peer_timeout", "greater than zero"},
 		{"close grace", func(c *Config) { c.MessageBus.CloseGrace = D(0) }, "message_bus.close_grace", "greater than zero"},
 		{"handshake", func(c *Config) { c.MessageBus.HandshakeGrace = D(0) }, "message_bus.handshake_grace", "greater than zero"},
-		{"connections", func(c *Config) { v := -1; c.MessageBus.ConnectionsMax = &v }, "message_bus.connections_max", "0 (no cap) or positive"},
+		{"connections", func(c *Config) { v := -1; c.MessageBus.ConnectionsMax = &v }, "message_bus.connections_max", "0 (the descriptor limit minus descriptors_reserved) or positive"},
+		{"descriptor reserve", func(c *Config) { c.MessageBus.DescriptorsReserved = 8 }, "message_bus.descriptors_reserved", "between 16 and 1048576"},
+		{"unauth per address", func(c *Config) { c.MessageBus.UnauthenticatedPerAddressMax = -1 }, "message_bus.unauthenticated_per_address_max", "0 (no cap) or positive"},
+		{"unauth frame", func(c *Config) { c.MessageBus.UnauthenticatedFrameMax = KiB }, "message_bus.unauthenticated_frame_max", "at least 4 KiB"},
+		{"unauth bytes", func(c *Config) { c.MessageBus.UnauthenticatedBytesMax = 64 * KiB }, "message_bus.unauthenticated_bytes_max", "at least message_bus.unauthenticated_frame_max + 8 KiB"},
+		{"inflight bytes", func(c *Config) { c.MessageBus.InflightBytesMax = 32 * MiB }, "message_bus.inflight_bytes_max", "at least message_bus.max_message_size"},
+		{"header timeout", func(c *Config) { c.MessageBus.FrameHeaderTimeout = D(0) }, "message_bus.frame_header_timeout", "greater than zero"},
+		{"body timeout", func(c *Config) { c.MessageBus.FrameBodyTimeout = D(0) }, "message_bus.frame_body_timeout", "greater than zero"},
+		{"unauth idle", func(c *Config) { c.MessageBus.UnauthenticatedIdleTimeout = D(0) }, "message_bus.unauthenticated_idle_timeout", "greater than zero"},
+
+		// login
+		{"verifications", func(c *Config) { c.Login.VerificationsMax = 2000 }, "login.verifications_max", "between 0 and 1024"},
+		{"verification queue", func(c *Config) { c.Login.VerificationQueueMax = -1 }, "login.verification_queue_max", "0 (no waiting) or positive"},
+		{"verification wait", func(c *Config) { c.Login.VerificationQueueTimeout = D(0) }, "login.verification_queue_timeout", "greater than zero"},
+		{"address burst", func(c *Config) { c.Login.Throttle.AddressBurst = 0 }, "login.throttle.address_burst", "at least 1"},
+		{"user burst", func(c *Config) { c.Login.Throttle.UserBurst = 0 }, "login.throttle.user_burst", "at least 1"},
+		{"address interval", func(c *Config) { c.Login.Throttle.AddressInterval = D(0) }, "login.throttle.address_interval", "greater than zero"},
+		{"user interval", func(c *Config) { c.Login.Throttle.UserInterval = D(0) }, "login.throttle.user_interval", "greater than zero"},
+		{"throttle delay", func(c *Config) { c.Login.Throttle.DelayMax = D(0) }, "login.throttle.delay_max", "greater than zero"},
+		{"throttle entries", func(c *Config) { c.Login.Throttle.EntriesMax = 4 }, "login.throttle.entries_max", "at least 16"},
+		{"client events", func(c *Config) { c.Logging.ClientEventsPerSecond = 0 }, "logging.client_events_per_second", "between 1 and 100000"},
 
 		// cluster, checked even when off
 		{"repair chunk zero", func(c *Config) { c.Cluster.RepairChunkMax = 0 }, "cluster.repair_chunk_max", "between 1 and 1024"},

@@ -38,6 +38,9 @@
 //	GET    /stats, /options/{topic|stream|user}, /cluster/metadata, /clients, /clients/{id}
 //	POST   /snapshot                                    {compression, snapshot_types} → zip
 //	GET    /metrics (http.metrics.endpoint)             Prometheus exposition
+//	GET    /ui, /ui/...                                 the web console (http.web_ui; package
+//	                                                    webui, mounted in front of the routes
+//	                                                    above, behind CORS)
 //
 // Path identifiers are numeric when they parse as a u32, names otherwise
 // (Iggy's Identifier::from_str_value). Statuses are Iggy's: reads 200 (a

@@ -162,7 +162,7 @@ func (s *Server) loginUser(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeError(wire.CodeTransientNotCommitted))
 		return
 	}
-	user, code := s.b.AuthenticatePassword(*req.Username, *req.Password)
+	user, code := s.b.AuthenticatePassword(r.RemoteAddr, *req.Username, *req.Password)
 	if code != 0 {
 		s.log.Info("http login refused", zap.String("username", *req.Username), zap.String("addr", r.RemoteAddr), zap.Stringer("code", code))
 		writeError(w, codeError(code))

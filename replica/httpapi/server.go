@@ -51,7 +51,7 @@ type Backend interface {
 	// AuthenticatePassword and AuthenticateToken are the binary login's
 	// checks against the published metadata (user id, or the code that
 	// refuses). expiry is the token's expiry in µs, 0 for never.
-	AuthenticatePassword(username, password string) (user uint32, code wire.Code)
+	AuthenticatePassword(addr, username, password string) (user uint32, code wire.Code)
 	AuthenticateToken(token string) (user uint32, expiry uint64, code wire.Code)
 	// LoginAvailable is false while a cluster node's metadata cannot answer
 	// a login yet (not bootstrapped, catching up): logins get 503.
@@ -298,6 +298,12 @@ func (s *Server) router() (http.Handler, error) {
 	})
 
 	var h http.Handler = r
+	if s.cfg.HTTP.WebUI {
+		var err error
+		if h, err = s.webUI(h); err != nil {
+			return nil, err
+		}
+	}
 	if c := s.cfg.HTTP.CORS; c.Enabled {
 		origins := c.AllowedOrigins
 		if len(origins) > 0 && strings.TrimSpace(origins[0]) == "*" {

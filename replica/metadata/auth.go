@@ -189,6 +189,15 @@ func (s *State) AuthenticatePassword(username, password string) (*User, wire.Cod
 	return u, OK
 }
 
+// PasswordCached reports whether username/password is a pair that verified
+// before and is still remembered (verifyCache), so that checking it again
+// costs no Argon2 derivation. It says nothing about a pair that is not
+// cached.
+func (s *State) PasswordCached(username, password string) bool {
+	u := s.UserByName(username)
+	return u != nil && verified.has(u.PasswordHash, password)
+}
+
 // GenerateToken mints a personal access token (base64url of 50 random
 // bytes, 67 characters) and its hash. The node calls it on the primary
 // before replication; only the hash enters the prepare.

@@ -107,3 +107,25 @@ func TestAuthenticate(t *testing.T) {
 		t.Fatalf("token of an inactive user: %v", code)
 	}
 }
+
+// PasswordCached answers true only for a pair that verified before, so the
+// node can skip the verification slot exactly when no Argon2 runs.
+func TestPasswordCached(t *testing.T) {
+	SetVerifyCacheEntries(DefaultVerifyCacheEntries)
+	t.Cleanup(func() { SetVerifyCacheEntries(DefaultVerifyCacheEntries) })
+	m := newMachine(t)
+	good, _ := HashPassword("pw-carol", cheapArgon)
+	m.must(CreateUser{Username: "carol", PasswordHash: good, Status: UserActive})
+	if m.s.PasswordCached("carol", "pw-carol") {
+		t.Fatal("cached before any verification")
+	}
+	if _, code := m.s.AuthenticatePassword("carol", "wrong"); code != wire.CodeInvalidCredentials || m.s.PasswordCached("carol", "wrong") {
+		t.Fatalf("a failure was cached (%v)", code)
+	}
+	if _, code := m.s.AuthenticatePassword("carol", "pw-carol"); code != OK {
+		t.Fatal(code)
+	}
+	if !m.s.PasswordCached("carol", "pw-carol") || m.s.PasswordCached("carol", "pw-carol2") || m.s.PasswordCached("nobody", "pw-carol") {
+		t.Fatal("cache answer wrong after a success")
+	}
+}

@@ -45,7 +45,7 @@ func TestInstrumentsAndState(t *testing.T) {
 	var nilM *Metrics
 	nilM.ObserveRequest(1, nil, time.Second) // a nil *Metrics accepts every call
 	nilM.HTTPRequest()
-	m := New(src{Snapshot{Streams: 2, Messages: 7, TopicStats: []TopicStat{{Stream: 1, Topic: 2, AppendedMessages: 5}},
+	m := New(src{Snapshot{Streams: 2, Messages: 7, TopicStats: []TopicStat{{Stream: 1, Topic: 2, AppendedMessages: 5, PolledMessages: 4, PolledBytes: 400}},
 		Groups: []GroupStat{{Kind: Partition, Status: "normal", Primary: true, CommitLag: 3}}, Ready: true,
 		Members: []MemberStat{{Name: "n1", State: "alive"}, {Name: "n2", State: "dead"}}}})
 	f := frameOf(wire.RequestHeader{Operation: wire.OpSendMessages})
@@ -78,7 +78,7 @@ func TestInstrumentsAndState(t *testing.T) {
 	}
 	all := strings.Join(names, " ")
 	for _, want := range []string{"streams", "messages", "http_requests_total", "iggo_request_duration_seconds", "iggo_messages_appended_total",
-		"iggo_vsr_groups", "iggo_vsr_commit_lag", "iggo_gossip_member_up", "iggo_ready", "go_goroutines", "iggo_storage_submit_seconds"} {
+		"iggo_messages_polled_total", "iggo_bytes_polled_total", "iggo_vsr_groups", "iggo_vsr_commit_lag", "iggo_gossip_member_up", "iggo_ready", "go_goroutines", "iggo_storage_submit_seconds"} {
 		if !strings.Contains(" "+all+" ", " "+want+" ") {
 			t.Errorf("registry lacks %s (has %s)", want, all)
 		}

@@ -52,6 +52,9 @@ type TopicStat struct {
 	// partitions hold now.
 	AppendedMessages, AppendedBytes uint64
 	StoredMessages, StoredBytes     uint64
+	// Polled counts messages and record bytes polls read since the node
+	// started.
+	PolledMessages, PolledBytes uint64
 }
 
 // GroupStat is one consensus group's published role on this node.
@@ -109,6 +112,8 @@ func newStateCollector(src Source) *stateCollector {
 	d("iggo_shard_max_batch", "Largest number of tasks one shard iteration carried.", "shard")
 	d("iggo_messages_appended_total", "Messages appended to the topic's partitions on this node since it started.", "stream", "topic")
 	d("iggo_bytes_appended_total", "Batch bytes appended to the topic's partitions on this node since it started.", "stream", "topic")
+	d("iggo_messages_polled_total", "Messages polls read from the topic's partitions on this node since it started.", "stream", "topic")
+	d("iggo_bytes_polled_total", "Record bytes polls read from the topic's partitions on this node since it started.", "stream", "topic")
 	d("iggo_topic_messages", "Messages the topic's partitions hold on this node.", "stream", "topic")
 	d("iggo_topic_bytes", "Bytes the topic's partitions hold on this node.", "stream", "topic")
 	d("iggo_vsr_groups", "Consensus groups on this node by kind and replica status.", "kind", "status")
@@ -184,6 +189,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		st, tp := itoa(t.Stream), itoa(t.Topic)
 		ctr("iggo_messages_appended_total", float64(t.AppendedMessages), st, tp)
 		ctr("iggo_bytes_appended_total", float64(t.AppendedBytes), st, tp)
+		ctr("iggo_messages_polled_total", float64(t.PolledMessages), st, tp)
+		ctr("iggo_bytes_polled_total", float64(t.PolledBytes), st, tp)
 		g("iggo_topic_messages", float64(t.StoredMessages), st, tp)
 		g("iggo_topic_bytes", float64(t.StoredBytes), st, tp)
 	}

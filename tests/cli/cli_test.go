@@ -116,7 +116,7 @@ func TestCLI(t *testing.T) {
 		e.fails(t, exitServer, []string{"invalid topic option value", "durability=eventually"}, "topic", "create", "cli-topics", "x", "1", "none", "--set", "durability=eventually")
 		e.fails(t, exitUsage, []string{"invalid durability \"eventually\": want replicated or persisted"}, "topic", "create", "cli-topics", "x", "1", "none", "--durability", "eventually")
 		e.fails(t, exitUsage, []string{"invalid partition count"}, "topic", "create", "cli-topics", "x", "many", "none")
-		e.fails(t, exitUsage, []string{"invalid compression algorithm \"lz4\""}, "topic", "create", "cli-topics", "x", "1", "lz4")
+		e.fails(t, exitUsage, []string{"invalid compression \"snappy\": want none, gzip, zstd or lz4"}, "topic", "create", "cli-topics", "x", "1", "snappy")
 		e.fails(t, exitUsage, []string{"invalid --set \"segment_size\""}, "topic", "create", "cli-topics", "x", "1", "none", "--set", "segment_size")
 		e.fails(t, exitUsage, []string{"requires at least 4 arg(s), only received 2"}, "topic", "create", "cli-topics", "x")
 		if out := e.ok(t, "topic", "list", "cli-topics"); strings.Contains(out, "| x ") {

@@ -56,7 +56,9 @@ func pidAlive(pid int) bool {
 func freeBase(t testing.TB, n int) int {
 	t.Helper()
 	for attempt := 0; attempt < 200; attempt++ {
-		base := 20000 + rand.IntN(20000)
+		// Below Linux's ephemeral range (32768 up), so no outgoing
+		// connection of another test takes a port in the meantime.
+		base := 20000 + rand.IntN(9000)
 		ok := true
 		for i := 0; i < n && ok; i++ {
 			for _, p := range []int{base + i, base + 1000 + i, base + 2000 + i, base + 3000 + i} {

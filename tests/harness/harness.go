@@ -120,6 +120,10 @@ type Options struct {
 	// LogTail is how many bytes of output are logged when the test fails
 	// (default 8 KiB).
 	LogTail int
+	// NoFile, when set, runs the server with RLIMIT_NOFILE soft and hard
+	// at this many descriptors (through /bin/sh's ulimit, which then execs
+	// the server: the process keeps the shell's pid).
+	NoFile int
 }
 
 // Server is one running (or stopped) server process.
@@ -275,6 +279,9 @@ func (s *Server) start(extra []string, clearRuntime bool) {
 	}
 	args = append(args, extra...)
 	cmd := exec.Command(s.opts.Binary, args...)
+	if s.opts.NoFile > 0 {
+		cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, s.opts.NoFile), s.opts.Binary}, args...)...)
+	}
 	cmd.Env = s.env()
 	s.mu.Lock()
 	out := s.out
@@ -364,6 +371,16 @@ func (s *Server) exitErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.exit
+}
+
+// Pid is the process id of the current run (0 before the first start).
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // Running reports whether the process is alive.

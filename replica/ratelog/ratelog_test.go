@@ -1,0 +1,66 @@
+package ratelog
+
+import (
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func TestRateLimitedPerKind(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	l := New(zap.New(core), 5)
+	for i := 0; i < 1000; i++ {
+		l.Warn("refused", "connection refused")
+		if i%10 == 0 {
+			l.Info("closed", "connection closed")
+		}
+	}
+	refused := logs.FilterMessage("connection refused").All()
+	closed := logs.FilterMessage("connection closed").All()
+	// The burst (5) of each kind passes at once; a tight loop is over
+	// long before more tokens accrue, give or take one.
+	if len(refused) < 5 || len(refused) > 7 || len(closed) < 5 || len(closed) > 7 {
+		t.Fatalf("%d refused and %d closed lines", len(refused), len(closed))
+	}
+	// Levels below the logger's are not counted as held back.
+	l.Log(zap.DebugLevel, "debug", "not logged")
+	if logs.FilterMessage("not logged").Len() != 0 {
+		t.Fatal("debug line logged")
+	}
+}
+
+func TestSuppressedCountReported(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	l := New(zap.New(core), 1)
+	l.Info("k", "line")
+	for i := 0; i < 9; i++ {
+		l.Info("k", "line")
+	}
+	// Force the bucket full again and log once more.
+	l.mu.Lock()
+	st := l.kinds["k"]
+	st.lim.SetBurst(1)
+	st.lim.SetLimit(1e9)
+	l.mu.Unlock()
+	l.Info("k", "line")
+	all := logs.All()
+	last := all[len(all)-1].ContextMap()
+	if got, ok := last["suppressed"]; !ok || got.(uint64) < 8 {
+		t.Fatalf("last line %v of %d", last, len(all))
+	}
+	if len(all) > 3 {
+		t.Fatalf("%d lines for 11 calls at 1/s", len(all))
+	}
+}
+
+func TestUnlimited(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	l := New(zap.New(core), 0)
+	for i := 0; i < 100; i++ {
+		l.Info("k", "line")
+	}
+	if logs.Len() != 100 {
+		t.Fatalf("%d lines", logs.Len())
+	}
+}
