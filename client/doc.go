@@ -72,9 +72,9 @@
 //
 // SendMessages resolves balanced and messages-key partitioning on the
 // client: the topic's partition count comes from GET_TOPIC (cached, dropped
-// on PartitionNotFound 3007 and on reconnect); balanced is a per-topic
-// round robin and a key goes to XXH32(key) % count. The server then
-// receives partition-id partitioning. SendMessagesServerPartitioned sends
+// on ResourceNotFound 20, PartitionNotFound 3007 and on reconnect);
+// balanced is a per-topic round robin and a key goes to XXH32(key) % count.
+// The server then receives partition-id partitioning. SendMessagesServerPartitioned sends
 // balanced or key partitioning as given, for the server to resolve.
 //
 // PollMessages supports every strategy. A group consumer without an

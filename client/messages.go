@@ -103,7 +103,9 @@ func (c *Client) SendMessagesServerPartitioned(ctx context.Context, stream, topi
 func (c *Client) send(ctx context.Context, stream, topic wire.Identifier, p wire.Partitioning, msgs []wire.Message) (wire.SendConfirmations, error) {
 	payload, err := c.call(ctx, &wire.SendMessages{StreamID: stream, TopicID: topic, Partitioning: p, Messages: msgs})
 	if err != nil {
-		if wire.HasCode(err, wire.CodePartitionNotFound) {
+		// Iggy 0.9 answers ResourceNotFound for a send whose stream,
+		// topic or partition does not resolve.
+		if wire.HasCode(err, wire.CodePartitionNotFound) || wire.HasCode(err, wire.CodeResourceNotFound) {
 			c.topics.invalidate(stream, topic)
 		}
 		return nil, err

@@ -75,18 +75,17 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 	if err := req.Batch.CheckDenseDeltas(); err != nil {
 		return c.refuseBody(h, "send_messages body", err)
 	}
+	// Iggy 0.9 resolves the partition before it authorizes, and answers
+	// ResourceNotFound for a stream, topic or partition that does not
+	// resolve (dispatch_partition_request).
 	view := c.n.store.View()
 	st, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
 	if code != 0 {
-		return c.status(h, code)
-	}
-	uid := c.user()
-	if !view.Allowed(uid, metadata.ActionSendMessages, st.ID, tp.ID) {
-		return c.status(h, wire.CodeUnauthorized)
+		return c.status(h, wire.CodeResourceNotFound)
 	}
 	count := tp.PartitionsCount()
 	if count == 0 {
-		return c.status(h, wire.CodePartitionNotFound)
+		return c.status(h, wire.CodeResourceNotFound)
 	}
 	var pid uint32
 	switch req.Partitioning.Kind {
@@ -101,7 +100,11 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 	}
 	tg, code := c.target(st, tp, pid)
 	if code != 0 {
-		return c.status(h, code)
+		return c.status(h, wire.CodeResourceNotFound)
+	}
+	uid := c.user()
+	if !view.Allowed(uid, metadata.ActionSendMessages, st.ID, tp.ID) {
+		return c.status(h, wire.CodeUnauthorized)
 	}
 	c.t.kind, c.t.ns, c.t.rev, c.t.user = tkSend, tg.ns, tg.rev, uid
 	c.t.body, c.t.owned = req.Batch.Bytes(), false
@@ -178,39 +181,63 @@ func (c *conn) partitionStatus() wire.Code {
 	return 0
 }
 
-// offsetTarget resolves the common part of the consumer-offset commands:
-// stream, topic, partition (absent = 0), consumer key, permission and the
-// consumer-group fence.
-func (c *conn) offsetTarget(cons wire.Consumer, sid, tid wire.Identifier, part wire.OptionalPartition, write bool) (target, offsetKey, wire.Code) {
+// offsetWriteTarget resolves a consumer-offset store or delete as Iggy 0.9
+// does (fence_and_resolve_offset_namespace, then dispatch_partition_request):
+// every stream, topic, partition or group that does not resolve, an absent
+// partition, and a group partition the caller does not own answer
+// ResourceNotFound; permission is checked after resolution.
+func (c *conn) offsetWriteTarget(cons wire.Consumer, sid, tid wire.Identifier, part wire.OptionalPartition) (target, offsetKey, wire.Code) {
 	view := c.n.store.View()
 	st, tp, code := view.ResolveTopic(sid, tid)
+	if code != 0 || !part.Set {
+		return target{}, offsetKey{}, wire.CodeResourceNotFound
+	}
+	key, g, code := consumerKey(tp, cons)
+	if code == wire.CodeConsumerGroupIdNotFound {
+		return target{}, offsetKey{}, wire.CodeResourceNotFound
+	}
 	if code != 0 {
 		return target{}, offsetKey{}, code
 	}
-	uid := c.user()
-	action := metadata.ActionGetConsumerOffset
-	if write {
-		action = metadata.ActionStoreConsumerOffset
+	if g != nil && !g.Owns(c.clientID(), part.ID) {
+		return target{}, offsetKey{}, wire.CodeResourceNotFound
 	}
-	if !view.Allowed(uid, action, st.ID, tp.ID) {
+	tg, code := c.target(st, tp, part.ID)
+	if code != 0 {
+		return target{}, offsetKey{}, wire.CodeResourceNotFound
+	}
+	if !view.Allowed(c.user(), metadata.ActionStoreConsumerOffset, st.ID, tp.ID) {
 		return target{}, offsetKey{}, wire.CodeUnauthorized
+	}
+	return tg, key, 0
+}
+
+// offsetReadTarget resolves a consumer-offset read as Iggy 0.9 does
+// (handle_get_consumer_offset): an absent partition reads partition 0; a
+// stream, topic or group that does not resolve is an empty reply (no
+// offset), a partition that does not exist PartitionNotFound.
+func (c *conn) offsetReadTarget(cons wire.Consumer, sid, tid wire.Identifier, part wire.OptionalPartition) (tg target, key offsetKey, empty bool, code wire.Code) {
+	view := c.n.store.View()
+	st, tp, code := view.ResolveTopic(sid, tid)
+	if code != 0 {
+		return target{}, offsetKey{}, true, 0
+	}
+	if !view.Allowed(c.user(), metadata.ActionGetConsumerOffset, st.ID, tp.ID) {
+		return target{}, offsetKey{}, false, wire.CodeUnauthorized
 	}
 	pid := uint32(0)
 	if part.Set {
 		pid = part.ID
 	}
-	key, g, code := consumerKey(tp, cons)
+	tg, code = c.target(st, tp, pid)
 	if code != 0 {
-		return target{}, offsetKey{}, code
+		return target{}, offsetKey{}, false, code
 	}
-	tg, code := c.target(st, tp, pid)
-	if code != 0 {
-		return target{}, offsetKey{}, code
+	key, _, code = consumerKey(tp, cons)
+	if code == wire.CodeConsumerGroupIdNotFound {
+		return target{}, offsetKey{}, true, 0
 	}
-	if g != nil && write && !g.Owns(c.clientID(), pid) {
-		return target{}, offsetKey{}, wire.CodeConsumerGroupPartitionNotOwned
-	}
-	return tg, key, 0
+	return tg, key, false, code
 }
 
 func (c *conn) storeOffset(h *wire.RequestHeader, body []byte) bool {
@@ -218,7 +245,7 @@ func (c *conn) storeOffset(h *wire.RequestHeader, body []byte) bool {
 	if err := req.DecodeBody(body); err != nil {
 		return c.refuseBody(h, "store_consumer_offset body", err)
 	}
-	tg, key, code := c.offsetTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition, true)
+	tg, key, code := c.offsetWriteTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition)
 	if code != 0 {
 		return c.status(h, code)
 	}
@@ -240,7 +267,7 @@ func (c *conn) deleteOffset(h *wire.RequestHeader, body []byte) bool {
 	if err := req.DecodeBody(body); err != nil {
 		return c.refuseBody(h, "delete_consumer_offset body", err)
 	}
-	tg, key, code := c.offsetTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition, true)
+	tg, key, code := c.offsetWriteTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition)
 	if code != 0 {
 		return c.status(h, code)
 	}
@@ -258,9 +285,12 @@ func (c *conn) deleteOffset(h *wire.RequestHeader, body []byte) bool {
 }
 
 func (c *conn) getOffset(h *wire.RequestHeader, req *wire.GetConsumerOffset) bool {
-	tg, key, code := c.offsetTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition, false)
+	tg, key, empty, code := c.offsetReadTarget(req.Consumer, req.StreamID, req.TopicID, req.Partition)
 	if code != 0 {
 		return c.status(h, code)
+	}
+	if empty {
+		return c.ok(h, nil)
 	}
 	c.t.kind, c.t.ns, c.t.rev, c.t.key = tkGetOffset, tg.ns, tg.rev, key
 	if !c.run(tg.shard) {
@@ -312,8 +342,15 @@ type pollStep struct {
 // refusal or a resync), with ok false when the connection must close.
 func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollStep) (replied, ok bool) {
 	view := c.n.store.View()
+	group := req.Consumer.Kind == wire.ConsumerKindGroup
 	st0, tp, code := view.ResolveTopic(req.StreamID, req.TopicID)
 	if code != 0 {
+		if group {
+			// Iggy 0.9 fences a group poll before it resolves the
+			// partition: an unknown stream or topic fails the fence,
+			// answered with the resync sentinel.
+			return true, c.emptyPoll(h, wire.ResyncPartition, 0)
+		}
 		return true, c.status(h, code)
 	}
 	uid := c.user()
@@ -321,6 +358,9 @@ func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollS
 		return true, c.status(h, wire.CodeUnauthorized)
 	}
 	key, g, code := consumerKey(tp, req.Consumer)
+	if code == wire.CodeConsumerGroupIdNotFound {
+		return true, c.emptyPoll(h, wire.ResyncPartition, 0)
+	}
 	if code != 0 {
 		return true, c.status(h, code)
 	}

@@ -262,15 +262,17 @@ func (c *conn) nonReplicated(h *wire.RequestHeader, body []byte) bool {
 		}
 		return c.okPayload(h, out)
 	case *wire.SyncConsumerGroup:
-		tp, g, code := view.ResolveGroup(r.StreamID, r.TopicID, r.GroupID)
+		// Iggy 0.9 answers an empty reply (no assignment) when the stream,
+		// topic or group does not resolve or the caller is no member.
+		tp, g, _ := view.ResolveGroup(r.StreamID, r.TopicID, r.GroupID)
 		if tp == nil {
-			return c.status(h, code)
+			return c.ok(h, nil)
 		}
 		if !view.Allowed(uid, metadata.ActionSyncConsumerGroup, tp.StreamID, tp.ID) {
 			return deny()
 		}
 		if g == nil {
-			return c.status(h, wire.CodeConsumerGroupIdNotFound)
+			return c.ok(h, nil)
 		}
 		a, ok := metadata.AssignmentRecord(g, c.clientID())
 		if !ok {

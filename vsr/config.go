@@ -233,8 +233,14 @@ func quorums(n int) (replication, viewChange, nack int) {
 // PrimaryOffset spreads primaries: the primary of group g in view v is
 // (v + PrimaryOffset(g, n)) mod n, so with many groups every replica leads
 // some of them from view 0 on (Iggy makes replica 0 the primary of every
-// group). The offset is a fixed mix of the group id, identical everywhere.
+// group). The offset is a fixed mix of the group id, identical everywhere,
+// except for the metadata group, whose offset is 0: its primary in view v
+// is v mod n, replica 0 first, as Iggy's, so a fresh cluster's leader (the
+// node clients, scripts and tests look for) is node 0.
 func PrimaryOffset(group uint64, n uint8) uint8 {
+	if group == MetadataGroup {
+		return 0
+	}
 	return uint8(splitmix64(group) % uint64(n))
 }
 

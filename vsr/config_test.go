@@ -91,5 +91,11 @@ func TestPrimarySpread(t *testing.T) {
 		if PrimaryIndex(1, 9, n) != (PrimaryIndex(0, 9, n)+1)%n {
 			t.Errorf("n=%d: primaries do not rotate with the view", n)
 		}
+		// The metadata group's view-v primary is v mod n, replica 0 first.
+		for v := uint32(0); v < 7; v++ {
+			if got := PrimaryIndex(v, MetadataGroup, n); got != uint8(v%uint32(n)) {
+				t.Errorf("n=%d: metadata primary in view %d is %d, want %d", n, v, got, v%uint32(n))
+			}
+		}
 	}
 }

@@ -85,7 +85,8 @@
 // # Roles, views, primaries
 //
 // The primary of a group in view v is (v + PrimaryOffset(group, n)) mod n, so
-// from view 0 on every replica leads some groups. A client request reaches
+// from view 0 on every replica leads some groups; the metadata group's offset
+// is 0 (its view-v primary is v mod n, replica 0 first, as in Iggy). A client request reaches
 // the group's primary (a backup answers StatusTransientNotAccepted with a
 // primary hint); the primary assigns the next op, stamps the timestamp
 // max(WallClock, previous + 1) (strictly monotonic per group, across views

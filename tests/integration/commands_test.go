@@ -172,7 +172,7 @@ func TestStreamsTopicsPartitions(t *testing.T) {
 		t.Fatalf("after delete partitions: %d", td.PartitionsCount)
 	}
 	_, err = c.SendMessages(ctx, id(0), id(0), wire.PartitionByID(4), payloadMsgs(t, 4, 0, 1, 64))
-	wantCode(t, err, wire.CodePartitionNotFound, "send to a deleted partition")
+	wantCode(t, err, wire.CodeResourceNotFound, "send to a deleted partition")
 
 	// Stream and topic stats merged from the partitions' shards.
 	for p := uint32(0); p < 4; p++ {
@@ -299,9 +299,9 @@ func TestSendAndPoll(t *testing.T) {
 
 	// Errors of the data plane.
 	_, err = c.SendMessages(ctx, name("m"), name("t"), wire.PartitionByID(3), payloadMsgs(t, 0, 0, 1, 32))
-	wantCode(t, err, wire.CodePartitionNotFound, "send to a missing partition")
+	wantCode(t, err, wire.CodeResourceNotFound, "send to a missing partition")
 	_, err = c.SendMessages(ctx, name("nope"), name("t"), wire.PartitionByID(0), payloadMsgs(t, 0, 0, 1, 32))
-	wantCode(t, err, wire.CodeStreamIdNotFound, "send to a missing stream")
+	wantCode(t, err, wire.CodeResourceNotFound, "send to a missing stream")
 	_, err = c.PollMessages(ctx, wire.PollMessages{Consumer: cons, StreamID: name("m"), TopicID: name("zz"),
 		Partition: wire.SomePartition(0), Strategy: wire.PollFromFirst(), Count: 1})
 	wantCode(t, err, wire.CodeTopicIdNotFound, "poll of a missing topic")
@@ -536,7 +536,7 @@ func TestConsumerGroups(t *testing.T) {
 	}
 
 	// The fences: a member polling or committing a partition it does not
-	// own gets the resync sentinel and 5009.
+	// own gets the resync sentinel and ResourceNotFound (as Iggy 0.9).
 	notA := sb.Partitions[0]
 	pm, err := a.PollMessages(ctx, wire.PollMessages{Consumer: wire.GroupConsumer(gid), StreamID: name("g"), TopicID: name("t"),
 		Partition: wire.SomePartition(notA), Strategy: wire.PollFromFirst(), Count: 5})
@@ -545,7 +545,7 @@ func TestConsumerGroups(t *testing.T) {
 		t.Fatalf("foreign poll answered %+v", pm)
 	}
 	wantCode(t, a.StoreConsumerOffset(ctx, wire.GroupConsumer(gid), name("g"), name("t"), wire.SomePartition(notA), 1),
-		wire.CodeConsumerGroupPartitionNotOwned, "store on a foreign partition")
+		wire.CodeResourceNotFound, "store on a foreign partition")
 
 	// Group polling consumes every message exactly once across members.
 	seen := map[[2]uint64]bool{}
