@@ -530,11 +530,7 @@ func (p *partition) publish() {
 		segs = 1
 	}
 	s.segments.Store(segs)
-	if p.next > 0 {
-		s.current.Store(p.next - 1)
-	} else {
-		s.current.Store(0)
-	}
+	s.current.Store(p.current())
 	s.size.Store(uint64(p.seg.Size()))
 	s.messages.Store(p.seg.MessageCount())
 	if err := p.reconcileOrig(); err != nil {
@@ -543,7 +539,7 @@ func (p *partition) publish() {
 	s.original.Store(p.orig.total)
 	// Polls waiting for these messages wake now: the records are in the
 	// segments, where the next poll reads them.
-	p.feed.Publish(min(p.next, p.seg.NextOffset()))
+	p.feed.Publish(min(p.visibleNext(), p.seg.NextOffset()))
 }
 
 // ---------------------------------------------------------------------------
@@ -880,7 +876,7 @@ func (p *partition) handle(t *task) {
 		}
 		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: body})
 	case tkStoreOffset:
-		if p.next == 0 || t.offset > p.next-1 {
+		if p.visibleNext() == 0 || t.offset > p.current() {
 			t.failStatus(uint32(wire.CodeInvalidOffset))
 			p.sh.deliverTask(t)
 			return
@@ -963,11 +959,21 @@ func encodeOffsetOp(k offsetKey, offset uint64, auto bool) []byte {
 	return b
 }
 
+// visibleNext is the end of what this replica serves: the state machine's
+// next offset, or the segments' end when they hold more. They hold more
+// only after a restart of a cluster node, until the group commits the
+// journal ops past the restored checkpoint again (a replay that rewrites
+// nothing): those records were committed and applied before the restart,
+// so the current offset, polls and offset stores see them at once instead
+// of the checkpoint's frontier (0 when there was none). In normal
+// operation written == next after every apply.
+func (p *partition) visibleNext() uint64 { return max(p.next, p.written) }
+
 func (p *partition) current() uint64 {
-	if p.next == 0 {
-		return 0
+	if v := p.visibleNext(); v > 0 {
+		return v - 1
 	}
-	return p.next - 1
+	return 0
 }
 
 // pollResult is what a poll hands back to the connection: the reply prefix
@@ -1024,7 +1030,7 @@ func (p *partition) poll(t *task) {
 	if t.count == 0 {
 		return
 	}
-	if p.next == 0 {
+	if p.visibleNext() == 0 {
 		r.waitable = true
 		return
 	}
@@ -1040,7 +1046,7 @@ func (p *partition) poll(t *task) {
 			return
 		}
 		if !ok {
-			r.waitable, r.need = true, p.next
+			r.waitable, r.need = true, p.visibleNext()
 			return
 		}
 		start = ri.BaseOffset
