@@ -102,11 +102,15 @@
 // loss an intact unsynced record can follow a torn one. The probe rule
 // would call that corruption and, with no peer to repair from (a single
 // node), refuse to boot after an ordinary power cut. The sync promise tells
-// the two apart whatever the write-back order was. Its limit: damage inside
-// the last synced group, when nothing was appended after that sync, carries
-// no promise and is treated as torn, so a torn tail may hold ops that were
-// synced and acknowledged: the replica forgets them as if it had crashed
-// before syncing them. Consensus does not tolerate that silently, even on
+// the two apart whatever the write-back order was. Damage inside the last
+// synced group, when nothing was appended after that sync, would carry no
+// promise: a partition journal writes a sync marker after such a sync (see
+// "Sync markers"), whose promise covers it. Its limit: when that marker is
+// lost too (a power loss right after the sync, before the kernel wrote the
+// marker back) or was never written (the sync ended a full file, or the
+// metadata journal), such damage is treated as torn, so a torn tail may
+// hold ops that were synced and acknowledged: the replica forgets them as
+// if it had crashed before syncing them. Consensus does not tolerate that silently, even on
 // one replica: a replica that forgot an op it acknowledged may nack it in a
 // view change and, with the one other replica that lacks it, drop it
 // although it was committed. The replica must be fenced (vsr's
@@ -180,6 +184,24 @@
 //
 // Recovery puts pooled files back in the pool (removing those beyond
 // RecycleFiles) and never reads them as log.
+//
+// # Sync markers
+//
+// When a sync of a partition journal completes (SyncDone) and nothing was
+// appended since it began, the journal writes an end marker (as above)
+// right after the last record, its synced field = that record's op, unless
+// the file is full (the next append starts a new file). It is written with
+// a plain write and never synced; the next append overwrites it. Recovery
+// reads a marker as a sync promise, like a record's synced field: damage
+// before it, up to its op, is corruption (reported faulty, nothing cut),
+// both between intact records and when the last records themselves are
+// damaged (the marker, found after the damage, names the last op and its
+// link). A marker ends a file's data only if it belongs to the file's
+// incarnation (file stamp), follows the records found (right after the
+// last one and chaining to it, or naming a later op when damage precedes
+// it) and no record of the incarnation follows it: a marker with such
+// records after it is an older one whose overwriting append was lost, and
+// counts as damage, so those records fall under the recovery rule.
 //
 // # Torn tails and the caller
 //

@@ -709,6 +709,44 @@ func (j *Journal) SyncDone(t SyncTicket) {
 	}
 	if t.gen == j.gen && t.op > j.synced {
 		j.synced = t.op
+		j.markSynced()
+	}
+}
+
+// markSynced writes a sync marker after a partition journal's last record
+// when a sync just covered every record (nothing was appended since): an
+// end marker whose synced field is that record's op. Without it the
+// records of the last synced group carry no promise that they were synced
+// (each record's synced field names only what was durable before it was
+// written), so recovery would have to read damage among them as a torn
+// tail and cut the intact records after it. The marker is not synced
+// itself and costs no sync: the next append overwrites it (as any end
+// marker), and a crash that loses it leaves the journal as it was before
+// (see "Sync markers" in the package doc). A failed write is ignored: the
+// marker is evidence for recovery, never needed for durability.
+func (j *Journal) markSynced() {
+	if j.kind != kindPartition || j.failed != nil || len(j.ents) == 0 || len(j.files) == 0 || j.synced != j.Last() {
+		return
+	}
+	last := j.ents[len(j.ents)-1]
+	cur := j.files[len(j.files)-1]
+	if last.file != cur || last.region != nil || last.off+RecordHeaderSize+int64(last.length) != cur.size {
+		return
+	}
+	if cur.size >= j.fileSize {
+		// The next append starts a new file and would never overwrite
+		// the marker, whose torn remains (after a power loss) would read
+		// as damage between two files.
+		return
+	}
+	if len(j.marks) < RecordHeaderSize {
+		j.marks = append(j.marks, make([]byte, RecordHeaderSize-len(j.marks))...)
+	}
+	m := j.marks[:RecordHeaderSize]
+	encodeRecordHeader(m, recordHeader{op: j.Last(), offset: cur.size, synced: j.synced, prev: last.link, end: true,
+		file: cur.stamp()})
+	if _, err := cur.f.WriteAt(m, cur.size); err == nil {
+		cur.phys = max(cur.phys, cur.size+RecordHeaderSize)
 	}
 }
 

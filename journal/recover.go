@@ -172,6 +172,9 @@ const (
 	itemStart itemKind = iota // a file begins
 	itemRecord
 	itemDamage
+	// itemMarker: the end marker that ends a partition file's data; its
+	// synced field is a sync promise like a record's (see "Sync markers").
+	itemMarker
 )
 
 type item struct {
@@ -223,6 +226,34 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 	usable := func(h recordHeader) bool {
 		return !h.end && (!part || (h.op >= jf.first && (!seen || h.op > hi) && (h.file == 0 || h.file == jf.first)))
 	}
+	// ends reports whether the end marker h at pos ends this file's data:
+	// it belongs to this incarnation, follows the records found (right
+	// after the last one and chaining to it, or, after damage, naming a
+	// later op) and no record of this incarnation follows it. A marker
+	// with records of this incarnation after it is an older one whose
+	// overwriting record was lost: damage, not an end.
+	ends := func(h recordHeader, pos int64, prev recordHeader, havePrev bool) (bool, error) {
+		if !h.end || !part || h.file != jf.first {
+			return false, nil
+		}
+		if havePrev {
+			if h.op != prev.op || h.prev != prev.link() {
+				return false, nil
+			}
+		} else if h.op < jf.first || (seen && h.op <= hi) {
+			return false, nil
+		}
+		for from := pos + 1; ; {
+			c, ch, found, err := r.probe(from, j.maxEntry)
+			if err != nil || !found {
+				return err == nil, err
+			}
+			if usable(ch) && ch.op > h.op {
+				return false, nil
+			}
+			from = c + 1
+		}
+	}
 	var prev recordHeader // the record that ends at pos, if havePrev
 	havePrev := false
 	pos := int64(FileHeaderSize)
@@ -232,9 +263,16 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 		if err != nil {
 			return fsc, nil, err
 		}
-		if ok && h.end && part && havePrev && h.op == prev.op && h.prev == prev.link() && h.file == jf.first {
-			fsc.end = pos
-			break
+		if ok && h.end {
+			end, err := ends(h, pos, prev, havePrev)
+			if err != nil {
+				return fsc, nil, err
+			}
+			if end {
+				items = append(items, item{kind: itemMarker, fi: fi, h: h, off: pos, end: pos + RecordHeaderSize})
+				fsc.end = pos
+				break
+			}
 		}
 		if ok && usable(h) {
 			items = append(items, item{kind: itemRecord, fi: fi, h: h, off: pos, end: pos + h.total()})
@@ -255,6 +293,18 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 			if usable(ch) {
 				next = c
 				break
+			}
+			if ch.end {
+				end, err := ends(ch, c, recordHeader{}, false)
+				if err != nil {
+					return fsc, nil, err
+				}
+				if end {
+					// A sync marker after damage: the next pass of the
+					// loop takes it as the end.
+					next = c
+					break
+				}
 			}
 			from = c + 1
 		}
@@ -415,6 +465,9 @@ func (j *Journal) recover() (*Recovery, error) {
 	var cut *item // torn: where files[cut.fi] is cut (cut.off)
 	for k := 0; k < len(flat); k++ {
 		it := flat[k]
+		if it.kind == itemMarker && have && it.h.op == last {
+			continue // the clean end of a file's data
+		}
 		if it.kind == itemStart {
 			if it.fi == 0 || j.kind != kindPartition || !have || j.files[it.fi].first == last+1 {
 				continue
@@ -436,10 +489,17 @@ func (j *Journal) recover() (*Recovery, error) {
 		if it.kind == itemStart {
 			start = FileHeaderSize
 		}
-		cand := -1
+		cand, marker := -1, -1
 		var maxSynced uint64
 		for x := k; x < len(flat); x++ {
 			c := flat[x]
+			if c.kind == itemMarker {
+				maxSynced = max(maxSynced, c.h.synced)
+				if cand < 0 && marker < 0 && have && c.h.op > last && c.h.op-last <= maxGap {
+					marker = x
+				}
+				continue
+			}
 			if c.kind != itemRecord {
 				continue
 			}
@@ -476,6 +536,30 @@ func (j *Journal) recover() (*Recovery, error) {
 			rep.Faulty = append(rep.Faulty, f)
 			have, last, lastLink = true, c.h.op-1, c.h.prev
 			k = cand - 1
+			continue
+		}
+
+		if cand < 0 && marker >= 0 && flat[marker].h.synced >= flat[marker].h.op {
+			// Corruption of the last records: the sync marker after
+			// them promises they had been synced (ops last+1 up to the
+			// marker's op, the last of which it chains to).
+			c := flat[marker]
+			f := Faulty{From: last + 1, To: c.h.op, File: j.files[it.fi].path, Offset: start, End: c.off}
+			rg := &region{from: f.From, to: f.To, next: f.From}
+			if it.kind != itemStart && it.fi == c.fi && c.off > start && !(prevUnknown && f.From == base) {
+				f.Repairable = true
+				rg = &region{file: j.files[it.fi], start: start, end: c.off, from: f.From, to: f.To,
+					cursor: start, next: f.From, endLink: c.h.prev}
+			}
+			for op := f.From; op <= f.To; op++ {
+				ents = append(ents, slot{region: rg})
+			}
+			// The next append chains to the last faulty op, whose link
+			// the marker names.
+			ents[len(ents)-1].link = c.h.prev
+			rep.Faulty = append(rep.Faulty, f)
+			have, last, lastLink = true, c.h.op, c.h.prev
+			k = marker
 			continue
 		}
 

@@ -460,7 +460,8 @@ func TestBeforeCut(t *testing.T) {
 	for op := uint64(1); op <= 12; op++ {
 		must(t, pj.Append(Bytes(op, content(op, 300, 0))))
 	}
-	must(t, pj.Sync())
+	// No sync: a synced journal carries a sync marker, and damage it
+	// covers is corruption (TestSyncMarker), not a torn tail.
 	var names []string
 	for _, f := range pj.files {
 		names = append(names, f.path)
@@ -518,4 +519,108 @@ func TestCompactThroughFaulty(t *testing.T) {
 	for op := uint64(7); op <= 11; op++ {
 		readOK(t, j2, op, content(op, 200, 0))
 	}
+}
+
+// TestSyncMarker: a partition journal whose last appends were covered by
+// one sync, with nothing appended after it, tells corruption among them
+// from a torn tail by the sync marker written after the sync: a record
+// damaged on the medium (bit rot) with intact records after it, or the
+// last record damaged, is reported faulty and nothing after it is cut. If
+// the marker itself never reached the disk (a power loss right after the
+// sync), the damage carries no promise and is cut as a torn tail, the
+// documented limit.
+func TestSyncMarker(t *testing.T) {
+	opts := PartitionOptions{Budget: 1 << 20, FileSize: 1 << 20, MaxEntry: 4 << 10}
+	const n = 10
+	build := func(t *testing.T) (*vfs.Fault, []int64) {
+		fsys := vfs.NewFault(3)
+		j, _ := openPart(t, fsys, opts)
+		var offs []int64
+		for op := uint64(1); op <= n; op++ {
+			must(t, j.Append(Bytes(op, content(op, 300, 0))))
+			offs = append(offs, j.ents[op-1].off)
+		}
+		must(t, j.Sync())
+		must(t, j.Close())
+		return fsys, offs
+	}
+	file := "/p/" + partitionFileName(1)
+	check := func(t *testing.T, rep *Recovery, j *Journal, damaged uint64) {
+		t.Helper()
+		if rep.Torn != nil {
+			t.Fatalf("damage of synced op %d cut as a torn tail: %+v", damaged, rep.Torn)
+		}
+		if len(rep.Faulty) != 1 || rep.Faulty[0].From > damaged || rep.Faulty[0].To < damaged || rep.Faulty[0].File != file {
+			t.Fatalf("faulty %+v, want one run covering op %d in %s", rep.Faulty, damaged, file)
+		}
+		if j.Last() != n {
+			t.Fatalf("journal ends at %d after recovery, want %d: acknowledged ops dropped", j.Last(), n)
+		}
+		f := rep.Faulty[0]
+		for op := uint64(1); op <= n; op++ {
+			if op < f.From || op > f.To {
+				readOK(t, j, op, content(op, 300, 0))
+			} else if _, err := j.Read(op); !errors.Is(err, ErrFaulty) {
+				t.Fatalf("Read(%d) of a faulty op: %v", op, err)
+			}
+		}
+	}
+	t.Run("middle", func(t *testing.T) {
+		fsys, offs := build(t)
+		if !fsys.CorruptSector(file, offs[4]+RecordHeaderSize+100) {
+			t.Fatal("op 5 not durable")
+		}
+		j, rep := openPart(t, fsys, opts)
+		defer func() { _ = j.Close() }()
+		check(t, rep, j, 5)
+	})
+	t.Run("last", func(t *testing.T) {
+		fsys, offs := build(t)
+		if !fsys.CorruptSector(file, offs[n-1]+RecordHeaderSize+250) {
+			t.Fatal("op 10 not durable")
+		}
+		j, rep := openPart(t, fsys, opts)
+		defer func() { _ = j.Close() }()
+		check(t, rep, j, n)
+		// The journal goes on after the faulty op once it is repaired.
+		must(t, j.Repair(n, content(n, 300, 0)))
+		must(t, j.Append(Bytes(n+1, content(n+1, 300, 0))))
+		must(t, j.Sync())
+		must(t, j.Close())
+		j, rep = openPart(t, fsys, opts)
+		if rep.Torn != nil || len(rep.Faulty) != 0 || j.Last() != n+1 {
+			t.Fatalf("after repair and append: %+v", rep)
+		}
+		for op := uint64(1); op <= n+1; op++ {
+			readOK(t, j, op, content(op, 300, 0))
+		}
+	})
+	t.Run("marker lost", func(t *testing.T) {
+		fsys, offs := build(t)
+		fsys = fsys.CrashWith(vfs.CrashDropAll)
+		if !fsys.CorruptSector(file, offs[4]+RecordHeaderSize+100) {
+			t.Fatal("op 5 not durable")
+		}
+		j, rep := openPart(t, fsys, opts)
+		defer func() { _ = j.Close() }()
+		if rep.Torn == nil || len(rep.Faulty) != 0 || j.Last() >= 5 {
+			t.Fatalf("without the marker: %+v, last %d; want the documented torn cut", rep, j.Last())
+		}
+	})
+	t.Run("appended after", func(t *testing.T) {
+		// An append after the sync overwrites the marker; its record
+		// carries the promise instead.
+		fsys, offs := build(t)
+		j, _ := openPart(t, fsys, opts)
+		must(t, j.Append(Bytes(n+1, content(n+1, 300, 0))))
+		must(t, j.Close())
+		if !fsys.CorruptSector(file, offs[4]+RecordHeaderSize+100) {
+			t.Fatal("op 5 not durable")
+		}
+		j, rep := openPart(t, fsys, opts)
+		defer func() { _ = j.Close() }()
+		if rep.Torn != nil || len(rep.Faulty) != 1 || j.Last() != n+1 {
+			t.Fatalf("with a later record: %+v, last %d", rep, j.Last())
+		}
+	})
 }

@@ -282,8 +282,13 @@
 // (a single node) keeps the plain cut: it has no peer to recover its head
 // from (a fenced solo replica could never leave recovering_head), so there
 // the journal's documented limit stays: damage inside the last synced group
-// with nothing appended after it is cut, and the node forgets those ops as
-// if it had crashed before syncing them. The price in a cluster: after a
+// with neither a later record nor its sync marker is cut, and the node
+// forgets those ops as if it had crashed before syncing them. Damage a sync
+// promise covers (journal.Recovery.Faulty above the checkpoint) is
+// corruption of acknowledged ops: a single node refuses to start, naming
+// the journal file, the byte offset and the ways out (restore the data
+// directory from a backup, or --fresh); a cluster node repairs those ops
+// from its peers. The price in a cluster: after a
 // whole-cluster power loss that tore the tails of more than n − quorum
 // replicas of a group, those replicas all wait for a StartView that no
 // quorum can send, and the group stays unavailable (there is no automatic

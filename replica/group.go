@@ -253,6 +253,11 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 	if rec := g.j.Recovery(); rec != nil && (rec.Torn != nil || len(rec.Faulty) > 0) {
 		g.log.Warn("journal recovered with damage", zap.Any("torn", rec.Torn), zap.Any("faulty", rec.Faulty))
 	}
+	if spec.cfg.ReplicaCount <= 1 {
+		if err := soloJournalCorrupt(g.j.Recovery(), ckpt, spec.dir); err != nil {
+			return fail(err)
+		}
+	}
 	if payload == nil && g.j.Len() > 0 {
 		return fail(fmt.Errorf("journal holds ops %d..%d but no state record names them", g.j.First(), g.j.Last()))
 	}
@@ -286,6 +291,39 @@ func (sh *shardLoop) openGroup(spec groupSpec) (*group, error) {
 	g.r = r
 	g.sh.markDirty(g)
 	return g, nil
+}
+
+// errJournalCorrupt: a single node's journal holds damaged ops above its
+// checkpoint that were synced (intact records or a sync marker after them
+// say so) and that no peer can repair.
+var errJournalCorrupt = errors.New("replica: journal corrupt")
+
+// soloJournalCorrupt refuses a single replica's journal with damage in the
+// middle above the checkpoint (journal.Recovery.Faulty): those ops were
+// durable and acknowledged, the node has no peer to repair them from, and
+// dropping them (as a torn tail) would lose them and let their offsets be
+// minted again. The error names the file, the byte offset and the ways
+// out. Damage holding no op, or ops the checkpoint covers (discarded at
+// the next checkpoint), is no reason to refuse.
+func soloJournalCorrupt(rec *journal.Recovery, ckpt uint64, dir string) error {
+	if rec == nil {
+		return nil
+	}
+	for _, f := range rec.Faulty {
+		if f.From != 0 && (f.From > f.To || f.To <= ckpt) {
+			continue
+		}
+		ops := fmt.Sprintf("ops %d..%d", f.From, f.To)
+		if f.From == 0 {
+			ops = fmt.Sprintf("ops up to %d", f.To)
+		}
+		return fmt.Errorf("%w: %s is damaged at byte offset %d (%s, above checkpoint %d) with intact records after the damage, "+
+			"so the damage is corruption of acknowledged records, not a torn tail; a single node has no peer to repair them from "+
+			"and refuses to start rather than drop them. Ways out: restore the data directory (at least %s) from a backup, "+
+			"or start with --fresh, which wipes this node's data (every stream on it is lost)",
+			errJournalCorrupt, f.File, f.Offset, ops, ckpt, dir)
+	}
+	return nil
 }
 
 // fenceViewState durably writes st with Fenced and HeadPending set (vsr
