@@ -448,6 +448,9 @@ func (n *Node) baseVSRConfig(group uint64) vsr.Config {
 	c.Group = group
 	c.Replica, c.ReplicaCount = uint8(n.opts.ReplicaID), uint8(n.replicaCount)
 	c.MessageSizeMax = n.maxFrame
+	// A transfer chunk and its header fit in one frame; the config floor
+	// (message_bus.max_message_size >= 4 KiB + 256 B) keeps it at 4 KiB or more.
+	c.TransferChunkBytes = min(c.TransferChunkBytes, int(n.maxFrame)-vsr.HeaderSize)
 	c.HeartbeatTimeout = cl.HeartbeatTimeout.Duration
 	c.CommitBroadcastInterval = cl.CommitBroadcastInterval.Duration
 	c.PrepareRetransmitInterval = cl.PrepareRetransmitInterval.Duration

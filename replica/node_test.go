@@ -9,6 +9,7 @@ import (
 
 	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -183,5 +184,33 @@ func TestNodeCheckpointAfterRegister(t *testing.T) {
 	defer cancel()
 	if err := dial(t, n2).Ping(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSmallFrameLimitServes: a node whose frame limit (48 KiB) is below the default
+// state-transfer chunk (256 KiB) boots and serves sends and polls; the
+// chunk shrinks to fit the frame instead of the consensus config refusing.
+func TestSmallFrameLimitServes(t *testing.T) {
+	n := startNodeWith(t, func(c *config.Config) { c.MessageBus.MaxMessageSize = 48 * config.KiB })
+	if got := n.baseVSRConfig(0).TransferChunkBytes; got != 48<<10-256 {
+		t.Fatalf("transfer chunk %d, want %d", got, 48<<10-256)
+	}
+	c := dial(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	setupStreamTopic(ctx, t, c, 1)
+	sendOne(ctx, t, c, 0, "fits in 48 KiB")
+	pm, err := c.PollMessages(ctx, waitPoll(0, wire.PollFromOffset(0), 0))
+	if err != nil || len(pm.Messages()) != 1 || string(pm.Messages()[0].Payload) != "fits in 48 KiB" {
+		t.Fatalf("poll: %+v %v", pm, err)
+	}
+}
+
+// TestFrameFloorIsConsensusFloor: the smallest message_bus.max_message_size
+// the config accepts is the smallest frame the consensus core accepts, so a
+// too-small value is refused naming the key, never by vsr at boot.
+func TestFrameFloorIsConsensusFloor(t *testing.T) {
+	if want := 4*vsr.HeaderSize + vsr.HeaderSize*vsr.PipelineMax; config.MessageSizeFloor != want {
+		t.Fatalf("config.MessageSizeFloor %d, vsr floor %d", config.MessageSizeFloor, want)
 	}
 }
