@@ -9,6 +9,7 @@ import (
 
 	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
@@ -212,5 +213,32 @@ func TestSmallFrameLimitServes(t *testing.T) {
 func TestFrameFloorIsConsensusFloor(t *testing.T) {
 	if want := 4*vsr.HeaderSize + vsr.HeaderSize*vsr.PipelineMax; config.MessageSizeFloor != want {
 		t.Fatalf("config.MessageSizeFloor %d, vsr floor %d", config.MessageSizeFloor, want)
+	}
+}
+
+// TestPasswordChangeIsThrottledLikeLogin: wrong current passwords in a
+// password change count against the login throttle, so once the address
+// has spent its burst even the right current password is refused and the
+// password stays as it was.
+func TestPasswordChangeIsThrottledLikeLogin(t *testing.T) {
+	n := startNodeWith(t, func(c *config.Config) {
+		c.Login.Throttle.AddressBurst = 2
+		c.Login.Throttle.AddressInterval = config.D(time.Hour)
+		c.Login.Throttle.DelayMax = config.D(50 * time.Millisecond)
+	})
+	c := dial(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	root := wire.NumericID(0)
+	for i := range 3 {
+		if err := c.ChangePassword(ctx, root, "wrong", "newsecret"); !wire.HasCode(err, wire.CodeInvalidCredentials) {
+			t.Fatalf("wrong current password %d: %v, want InvalidCredentials", i, err)
+		}
+	}
+	if err := c.ChangePassword(ctx, root, DefaultRootPassword, "newsecret"); !wire.HasCode(err, wire.CodeInvalidCredentials) {
+		t.Fatalf("right current password after the burst: %v, want InvalidCredentials (throttled)", err)
+	}
+	if u := n.store.View().UserByName(DefaultRootUsername); u == nil || !metadata.VerifyPassword(u.PasswordHash, DefaultRootPassword) {
+		t.Fatal("root's password changed while throttled")
 	}
 }
