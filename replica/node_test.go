@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -241,4 +242,54 @@ func TestPasswordChangeIsThrottledLikeLogin(t *testing.T) {
 	if u := n.store.View().UserByName(DefaultRootUsername); u == nil || !metadata.VerifyPassword(u.PasswordHash, DefaultRootPassword) {
 		t.Fatal("root's password changed while throttled")
 	}
+}
+
+// TestPollAfterPurgeSeesNothing: a poll that follows an acknowledged purge
+// on the same connection never sees the purged messages, nor does a topic
+// get count them, although the
+// partitions apply the purge as their own operation after the metadata
+// commit; a send after the purge survives it.
+func TestPollAfterPurgeSeesNothing(t *testing.T) {
+	n := startNodeWith(t, nil)
+	c := dial(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	setupStreamTopic(ctx, t, c, 2)
+	for round := range 20 {
+		for p := range uint32(2) {
+			sendOne(ctx, t, c, p, fmt.Sprintf("before purge %d", round))
+		}
+		if err := c.PurgeTopic(ctx, wire.NumericID(0), wire.NumericID(0)); err != nil {
+			t.Fatal(err)
+		}
+		td, err := c.GetTopic(ctx, wire.NumericID(0), wire.NumericID(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range td.Partitions {
+			if p.MessagesCount != 0 || p.SizeBytes != 0 {
+				t.Fatalf("round %d partition %d: topic get right after the purge: %+v", round, p.ID, p)
+			}
+		}
+		for p := range uint32(2) {
+			pm, err := c.PollMessages(ctx, waitPoll(p, wire.PollFromOffset(0), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(pm.Messages()); got != 0 {
+				t.Fatalf("round %d partition %d: %d messages right after the purge", round, p, got)
+			}
+		}
+	}
+	sendOne(ctx, t, c, 0, "after purge")
+	eventually(t, 30*time.Second, "the send after the purge", func() error {
+		pm, err := c.PollMessages(ctx, waitPoll(0, wire.PollFromOffset(0), 0))
+		if err != nil {
+			return err
+		}
+		if len(pm.Messages()) != 1 || string(pm.Messages()[0].Payload) != "after purge" {
+			return fmt.Errorf("%d messages", len(pm.Messages()))
+		}
+		return nil
+	})
 }
