@@ -1047,7 +1047,7 @@ func (p *partition) poll(t *task) {
 		return
 	}
 	if p.purgeWanted > p.purgeGen {
-		r.waitable, r.need = true, p.next
+		r.waitable, r.need = true, p.visibleNext()
 		return
 	}
 	first := p.seg.FirstOffset()
