@@ -209,3 +209,93 @@ func TestPollAndSyncReplies(t *testing.T) {
 		t.Fatalf("sync of the member: %+v %v", sa, err)
 	}
 }
+
+// TestMetadataReplies: the codes Iggy 0.9's metadata state machine commits
+// for each command family (core/metadata/src/stm/result.rs): streams,
+// topics, partitions, segments, users, tokens and consumer groups, against
+// missing or conflicting resources.
+func TestMetadataReplies(t *testing.T) {
+	s := start(t)
+	c := s.Root(t)
+	ctx := ctxT(t)
+	createStreamTopic(t, c, "m", "t", 2, nil)
+	createStreamTopic(t, c, "m2", "t", 1, nil)
+	_, err := c.CreateConsumerGroup(ctx, name("m"), name("t"), "g")
+	must(t, err, "create group")
+	_, err = c.CreateUser(ctx, wire.CreateUser{Username: "bob", Password: "secret-123", Status: 1})
+	must(t, err, "create user")
+	_, err = c.CreatePersonalAccessToken(ctx, "tok", 0)
+	must(t, err, "create token")
+
+	missingStream, missingTopic := id(77), name("nope")
+	for _, tc := range []struct {
+		what string
+		err  error
+		want wire.Code
+	}{
+		// Streams.
+		{"create stream, duplicate name", func() error { _, err := c.CreateStream(ctx, "m", nil); return err }(), wire.CodeStreamNameAlreadyExists},
+		{"update stream, missing", c.UpdateStream(ctx, missingStream, "x", nil), wire.CodeStreamIdNotFound},
+		{"update stream, name taken", c.UpdateStream(ctx, name("m2"), "m", nil), wire.CodeStreamNameAlreadyExists},
+		{"delete stream, missing", c.DeleteStream(ctx, missingStream), wire.CodeStreamIdNotFound},
+		{"purge stream, missing", c.PurgeStream(ctx, missingStream), wire.CodeStreamIdNotFound},
+		// Topics.
+		{"create topic, missing stream", func() error {
+			_, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: missingStream, PartitionsCount: 1, Name: "x"})
+			return err
+		}(), wire.CodeStreamIdNotFound},
+		{"create topic, duplicate name", func() error {
+			_, err := c.CreateTopic(ctx, wire.CreateTopic{StreamID: name("m"), PartitionsCount: 1, Name: "t"})
+			return err
+		}(), wire.CodeTopicNameAlreadyExists},
+		{"update topic, missing stream", c.UpdateTopic(ctx, wire.UpdateTopic{StreamID: missingStream, TopicID: name("t"), Name: "x"}), wire.CodeStreamIdNotFound},
+		{"update topic, missing topic", c.UpdateTopic(ctx, wire.UpdateTopic{StreamID: name("m"), TopicID: missingTopic, Name: "x"}), wire.CodeTopicIdNotFound},
+		{"delete topic, missing stream", c.DeleteTopic(ctx, missingStream, name("t")), wire.CodeStreamIdNotFound},
+		{"delete topic, missing topic", c.DeleteTopic(ctx, name("m"), missingTopic), wire.CodeTopicIdNotFound},
+		{"purge topic, missing topic", c.PurgeTopic(ctx, name("m"), missingTopic), wire.CodeTopicIdNotFound},
+		// Partitions and segments.
+		{"create partitions, missing stream", c.CreatePartitions(ctx, missingStream, name("t"), 1), wire.CodeStreamIdNotFound},
+		{"create partitions, missing topic", c.CreatePartitions(ctx, name("m"), missingTopic, 1), wire.CodeTopicIdNotFound},
+		{"delete partitions, missing topic", c.DeletePartitions(ctx, name("m"), missingTopic, 1), wire.CodeTopicIdNotFound},
+		{"delete partitions, more than exist", c.DeletePartitions(ctx, name("m"), name("t"), 5), wire.CodeInvalidPartitionsCount},
+		{"delete segments, missing stream", c.DeleteSegments(ctx, missingStream, name("t"), 0, 1), wire.CodeStreamIdNotFound},
+		{"delete segments, missing topic", c.DeleteSegments(ctx, name("m"), missingTopic, 0, 1), wire.CodeTopicIdNotFound},
+		{"delete segments, missing partition", c.DeleteSegments(ctx, name("m"), name("t"), 9, 1), wire.CodePartitionNotFound},
+		// Users and tokens.
+		{"create user, duplicate", func() error {
+			_, err := c.CreateUser(ctx, wire.CreateUser{Username: "bob", Password: "secret-123", Status: 1})
+			return err
+		}(), wire.CodeUserAlreadyExists},
+		{"update user, missing", c.UpdateUser(ctx, name("nobody"), nil, nil), wire.CodeResourceNotFound},
+		{"delete user, missing", c.DeleteUser(ctx, name("nobody")), wire.CodeResourceNotFound},
+		{"delete root", c.DeleteUser(ctx, id(0)), wire.CodeCannotDeleteUser},
+		{"change password, missing user", c.ChangePassword(ctx, name("nobody"), "a-1234567", "b-1234567"), wire.CodeResourceNotFound},
+		{"change password, wrong current", c.ChangePassword(ctx, name("bob"), "wrong-123", "b-1234567"), wire.CodeInvalidCredentials},
+		{"update permissions, missing user", c.UpdatePermissions(ctx, name("nobody"), nil), wire.CodeResourceNotFound},
+		{"update permissions of root", c.UpdatePermissions(ctx, id(0), nil), wire.CodeCannotChangePermissions},
+		{"create token, duplicate", func() error { _, err := c.CreatePersonalAccessToken(ctx, "tok", 0); return err }(), wire.CodePersonalAccessTokenAlreadyExists},
+		{"delete token, missing", c.DeletePersonalAccessToken(ctx, "nope"), wire.CodeResourceNotFound},
+		// Consumer groups.
+		{"create group, missing stream", func() error { _, err := c.CreateConsumerGroup(ctx, missingStream, name("t"), "x"); return err }(), wire.CodeStreamIdNotFound},
+		{"create group, missing topic", func() error { _, err := c.CreateConsumerGroup(ctx, name("m"), missingTopic, "x"); return err }(), wire.CodeTopicIdNotFound},
+		{"create group, duplicate", func() error { _, err := c.CreateConsumerGroup(ctx, name("m"), name("t"), "g"); return err }(), wire.CodeConsumerGroupNameAlreadyExists},
+		{"delete group, missing stream", c.DeleteConsumerGroup(ctx, missingStream, name("t"), name("g")), wire.CodeStreamIdNotFound},
+		{"delete group, missing topic", c.DeleteConsumerGroup(ctx, name("m"), missingTopic, name("g")), wire.CodeTopicIdNotFound},
+		{"delete group, missing", c.DeleteConsumerGroup(ctx, name("m"), name("t"), name("x")), wire.CodeConsumerGroupIdNotFound},
+		{"join group, missing stream", c.JoinConsumerGroup(ctx, missingStream, name("t"), name("g")), wire.CodeStreamIdNotFound},
+		{"join group, missing topic", c.JoinConsumerGroup(ctx, name("m"), missingTopic, name("g")), wire.CodeTopicIdNotFound},
+		{"join group, missing", c.JoinConsumerGroup(ctx, name("m"), name("t"), name("x")), wire.CodeConsumerGroupIdNotFound},
+		{"leave group, missing topic", c.LeaveConsumerGroup(ctx, name("m"), missingTopic, name("g")), wire.CodeTopicIdNotFound},
+		{"leave group, missing", c.LeaveConsumerGroup(ctx, name("m"), name("t"), name("x")), wire.CodeConsumerGroupIdNotFound},
+		{"leave group, not a member", c.LeaveConsumerGroup(ctx, name("m"), name("t"), name("g")), wire.CodeConsumerGroupMemberNotFound},
+	} {
+		if tc.err == nil {
+			t.Errorf("%s: succeeded, want code %d (%s)", tc.what, tc.want, tc.want)
+			continue
+		}
+		if !wire.HasCode(tc.err, tc.want) {
+			got, _ := wire.CodeOf(tc.err)
+			t.Errorf("%s: %v (code %d), want code %d (%s) as Iggy 0.9", tc.what, tc.err, got, tc.want, tc.want)
+		}
+	}
+}
