@@ -192,8 +192,10 @@ func TestFenceBeforeTornCut(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Rot inside op 5's entry: no later record promises it was synced, so
-	// recovery calls it a torn tail although it was synced.
+	// Rot inside op 5's entry, and the sync marker after op 6 lost (as
+	// after a power loss before the kernel wrote it back): no later record
+	// or marker promises op 5 was synced, so recovery calls it a torn tail
+	// although it was synced.
 	wal := jdir + "/00000000000000000001.wal"
 	f, err := fsys.OpenFile(wal, vfs.O_RDWR, 0)
 	if err != nil {
@@ -201,6 +203,9 @@ func TestFenceBeforeTornCut(t *testing.T) {
 	}
 	off := int64(journal.FileHeaderSize + 4*(journal.RecordHeaderSize+500) + journal.RecordHeaderSize + 100)
 	if _, err := f.WriteAt([]byte{0xde, 0xad}, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(journal.FileHeaderSize + 6*(journal.RecordHeaderSize+500))); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Datasync(); err != nil {
