@@ -74,6 +74,8 @@ func (t *txn) apply(m Meta, c Command) Result {
 		return t.disconnect(c.Client)
 	case EvictNodeMembers:
 		return t.evictNodeMembers(c)
+	case CompleteRevocation:
+		return t.completeRevocation(c)
 	case CreateUser:
 		return t.createUser(m, c)
 	case UpdateUser:
@@ -104,7 +106,7 @@ func fail(c wire.Code) Result { return Result{Code: c} }
 // resolve passes through so the handler reports its own not-found code.
 func (t *txn) authorize(m Meta, c Command) wire.Code {
 	switch c.(type) {
-	case Bootstrap, SetLimits, DisconnectClient, EvictNodeMembers, DeleteExpiredTokens, RevokeAccessToken:
+	case Bootstrap, SetLimits, DisconnectClient, EvictNodeMembers, DeleteExpiredTokens, RevokeAccessToken, CompleteRevocation:
 		if m.System {
 			return OK
 		}
@@ -547,6 +549,7 @@ func rebalance(g *ConsumerGroup, partitions uint32) {
 	n := uint32(len(g.Members))
 	for i := range g.Members {
 		g.Members[i].Partitions = nil
+		g.Members[i].Revoking = nil
 		if n == 0 {
 			continue
 		}
@@ -620,7 +623,12 @@ func (t *txn) joinGroup(m Meta, c JoinConsumerGroup) Result {
 	g := t.group(tp, slices.Index(tp.groups, old))
 	g.Members = append(g.Members, Member{ID: g.NextMemberID, Client: m.Client, Node: c.Node, Boot: c.Boot})
 	g.NextMemberID++
-	rebalance(g, tp.PartitionsCount())
+	if c.Redeal {
+		// Prepare bodies before version 4 re-dealt every partition.
+		rebalance(g, tp.PartitionsCount())
+	} else {
+		rebalanceCooperative(g, tp.PartitionsCount(), c.InFlight, m.Timestamp)
+	}
 	return Result{Topic: tp, Group: g, Effects: []Effect{{Kind: EffectGroupRebalanced, Stream: tp.StreamID, Topic: tp.ID, Group: g.ID, Generation: g.Generation}}}
 }
 
@@ -636,6 +644,142 @@ func (t *txn) leaveGroup(m Meta, c LeaveConsumerGroup) Result {
 	g := t.group(tp, slices.Index(tp.groups, old))
 	removeMember(g, m.Client)
 	rebalance(g, tp.PartitionsCount())
+	return Result{Topic: tp, Group: g, Effects: []Effect{{Kind: EffectGroupRebalanced, Stream: tp.StreamID, Topic: tp.ID, Group: g.ID, Generation: g.Generation}}}
+}
+
+// rebalanceCooperative is the rebalance of a join, as Iggy 0.9's
+// rebalance_cooperative: partitions nobody owns go to the members that
+// own none; then each member holding more than its fair share (partitions
+// / members, the first members in member order allowed one more while the
+// remainder lasts) gives its excess, its highest partitions first, round
+// robin to the members that own none and are no hand-off's target. An
+// excess partition listed in inFlight (it may hold polled, uncommitted
+// messages) stays with its owner as a pending revocation created at now;
+// the others move at once. The generation is bumped.
+func rebalanceCooperative(g *ConsumerGroup, partitions uint32, inFlight []uint32, now uint64) {
+	g.Generation++
+	n := uint32(len(g.Members))
+	if n == 0 || partitions == 0 {
+		return
+	}
+	owned := make([]bool, partitions)
+	for _, m := range g.Members {
+		for _, p := range m.Partitions {
+			if p < partitions {
+				owned[p] = true
+			}
+		}
+	}
+	var idle []int
+	for i, m := range g.Members {
+		if len(m.Partitions) == 0 {
+			idle = append(idle, i)
+		}
+	}
+	if len(idle) > 0 {
+		k := 0
+		for p := uint32(0); p < partitions; p++ {
+			if !owned[p] {
+				i := idle[k%len(idle)]
+				g.Members[i].Partitions = append(g.Members[i].Partitions, p)
+				k++
+			}
+		}
+	}
+	targets := map[uint32]bool{}
+	for _, m := range g.Members {
+		for _, r := range m.Revoking {
+			targets[r.Target] = true
+		}
+	}
+	idle = idle[:0]
+	for i, m := range g.Members {
+		if len(m.Partitions) == 0 && !targets[m.ID] {
+			idle = append(idle, i)
+		}
+	}
+	if len(idle) == 0 {
+		return
+	}
+	fair, rem := partitions/n, partitions%n
+	type move struct {
+		partition uint32
+		source    int
+	}
+	var excess []move
+	for i, m := range g.Members {
+		var effective []uint32
+		for _, p := range m.Partitions {
+			if !m.revoking(p) {
+				effective = append(effective, p)
+			}
+		}
+		allowed := fair
+		if rem > 0 {
+			allowed++
+		}
+		if uint32(len(effective)) > fair && rem > 0 {
+			rem--
+		}
+		if uint32(len(effective)) <= allowed {
+			continue
+		}
+		for j := len(effective) - 1; j >= int(allowed); j-- {
+			excess = append(excess, move{partition: effective[j], source: i})
+		}
+	}
+	for k, mv := range excess {
+		ti := idle[k%len(idle)]
+		src := &g.Members[mv.source]
+		if slices.Contains(inFlight, mv.partition) {
+			src.Revoking = append(slices.Clone(src.Revoking), Revocation{Partition: mv.partition, Target: g.Members[ti].ID, Since: now})
+			slices.SortFunc(src.Revoking, func(a, b Revocation) int { return cmpU32(a.Partition, b.Partition) })
+			continue
+		}
+		src.Partitions = slices.DeleteFunc(src.Partitions, func(p uint32) bool { return p == mv.partition })
+		g.Members[ti].Partitions = append(g.Members[ti].Partitions, mv.partition)
+	}
+	for i := range g.Members {
+		slices.Sort(g.Members[i].Partitions)
+	}
+}
+
+// completeRevocation moves a pending hand-off's partition to its target
+// member (a full rebalance when the target left meanwhile) and bumps the
+// generation; a hand-off no longer pending is a no-op.
+func (t *txn) completeRevocation(c CompleteRevocation) Result {
+	st := t.s.Stream(c.Stream)
+	if st == nil {
+		return Result{}
+	}
+	tp0 := st.Topic(c.Topic)
+	if tp0 == nil {
+		return Result{}
+	}
+	gi := slices.IndexFunc(tp0.groups, func(g *ConsumerGroup) bool { return g.ID == c.Group })
+	if gi < 0 {
+		return Result{}
+	}
+	src, ok := tp0.groups[gi].Member(c.Client)
+	if !ok || !src.revoking(c.Partition) {
+		return Result{}
+	}
+	_, tp := t.topicAt(c.Stream, c.Topic)
+	g := t.group(tp, gi)
+	si := slices.IndexFunc(g.Members, func(m Member) bool { return m.Client == c.Client })
+	s := &g.Members[si]
+	ri := slices.IndexFunc(s.Revoking, func(r Revocation) bool { return r.Partition == c.Partition })
+	target := s.Revoking[ri].Target
+	s.Revoking = slices.Delete(slices.Clone(s.Revoking), ri, ri+1)
+	s.Partitions = slices.DeleteFunc(s.Partitions, func(p uint32) bool { return p == c.Partition })
+	ti := slices.IndexFunc(g.Members, func(m Member) bool { return m.ID == target })
+	if ti < 0 {
+		rebalance(g, tp.PartitionsCount())
+	} else {
+		g.Generation++
+		g.Members[ti].Partitions = append(g.Members[ti].Partitions, c.Partition)
+		slices.Sort(g.Members[ti].Partitions)
+	}
 	return Result{Topic: tp, Group: g, Effects: []Effect{{Kind: EffectGroupRebalanced, Stream: tp.StreamID, Topic: tp.ID, Group: g.ID, Generation: g.Generation}}}
 }
 

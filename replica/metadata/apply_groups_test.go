@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -97,7 +98,9 @@ func TestJoinLeaveRebalance(t *testing.T) {
 	gen, pa := assignment(t, m, a)
 	_, pb := assignment(t, m, b)
 	_, pc := assignment(t, m, c)
-	if gen != 3 || !slices.Equal(pa, []uint32{0, 3}) || !slices.Equal(pb, []uint32{1, 4}) || !slices.Equal(pc, []uint32{2}) {
+	// Joins rebalance cooperatively: each takes the excess of the members
+	// over their fair share, their highest partitions first.
+	if gen != 3 || !slices.Equal(pa, []uint32{0, 1}) || !slices.Equal(pb, []uint32{3, 4}) || !slices.Equal(pc, []uint32{2}) {
 		t.Fatalf("gen %d a=%v b=%v c=%v", gen, pa, pb, pc)
 	}
 	grp := m.s.Stream(0).Topic(0).Group(0)
@@ -301,4 +304,86 @@ func TestRejoinThroughAnotherNodeRestamps(t *testing.T) {
 	if r := m.sys(EvictNodeMembers{Node: 0, Before: 21}); len(r.Effects) != 1 {
 		t.Fatal("evicting the new node left the member")
 	}
+}
+
+// TestCooperativeJoin: a join hands over a partition listed in flight only
+// once CompleteRevocation runs (its old owner keeps it for commits but no
+// longer polls it, and the joiner does not get it); other partitions move
+// at once. A completion that is not pending is a no-op; a leave re-deals
+// everything and drops pending hand-offs; pending hand-offs survive a
+// snapshot round trip.
+func TestCooperativeJoin(t *testing.T) {
+	m := newMachine(t)
+	m.stream("s")
+	m.topic("s", "t", 4)
+	s, tp := groupCmds()
+	g := NumericID(0)
+	m.must(CreateConsumerGroup{Stream: s, Topic: tp, Name: "g"})
+	a, b, c := cl(10), cl(20), cl(30)
+	m.client(a, JoinConsumerGroup{Stream: s, Topic: tp, Group: g})
+	// a polled partitions 2 and 3 without committing.
+	r := m.client(b, JoinConsumerGroup{Stream: s, Topic: tp, Group: g, InFlight: []uint32{3}})
+	if r.Code != OK {
+		t.Fatal(r.Code)
+	}
+	grp := m.s.Stream(0).Topic(0).Group(0)
+	_, pa := assignment(t, m, a)
+	_, pb := assignment(t, m, b)
+	if !slices.Equal(pa, []uint32{0, 1}) || !slices.Equal(pb, []uint32{2}) {
+		t.Fatalf("after the join a polls %v, b %v", pa, pb)
+	}
+	if !grp.Owns(a, 3) || grp.Pollable(a, 3) || grp.Owns(b, 3) || grp.Pollable(b, 3) {
+		t.Fatal("partition 3 must stay a's for commits, pollable by nobody")
+	}
+	pend := m.s.PendingRevocations()
+	if len(pend) != 1 || pend[0].Source.Client != a || pend[0].Partition != 3 || pend[0].Target != 1 || pend[0].Since != m.ts-1000*0 {
+		t.Fatalf("pending %+v (ts %d)", pend, m.ts)
+	}
+	// Snapshots keep the hand-off.
+	back, err := DecodeSnapshot(EncodeSnapshot(m.s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.PendingRevocations(); !reflect.DeepEqual(got, pend) {
+		t.Fatalf("restored pending %+v, want %+v", got, pend)
+	}
+	// Not pending: no-op.
+	if r := m.sys(CompleteRevocation{Stream: 0, Topic: 0, Group: 0, Client: b, Partition: 2}); r.Code != OK || r.Group != nil {
+		t.Fatalf("completing nothing: %+v", r)
+	}
+	if r := m.client(a, CompleteRevocation{Stream: 0, Topic: 0, Group: 0, Client: a, Partition: 3}); r.Code != wire.CodeUnauthorized {
+		t.Fatalf("a client completed a hand-off: %v", r.Code)
+	}
+	gen := m.s.Stream(0).Topic(0).Group(0).Generation
+	if r := m.sys(CompleteRevocation{Stream: 0, Topic: 0, Group: 0, Client: a, Partition: 3}); r.Code != OK || r.Group == nil || r.Group.Generation != gen+1 {
+		t.Fatalf("complete: %+v", r)
+	}
+	_, pa = assignment(t, m, a)
+	_, pb = assignment(t, m, b)
+	if !slices.Equal(pa, []uint32{0, 1}) || !slices.Equal(pb, []uint32{2, 3}) || len(m.s.PendingRevocations()) != 0 {
+		t.Fatalf("after completion a %v, b %v", pa, pb)
+	}
+	checkAssignment(t, m.s.Stream(0).Topic(0).Group(0), 4)
+	// A leave re-deals and drops pending hand-offs.
+	m.client(c, JoinConsumerGroup{Stream: s, Topic: tp, Group: g, InFlight: []uint32{0, 1, 2, 3}})
+	if len(m.s.PendingRevocations()) != 1 {
+		t.Fatalf("pending after c joined: %+v", m.s.PendingRevocations())
+	}
+	m.client(b, LeaveConsumerGroup{Stream: s, Topic: tp, Group: g})
+	if len(m.s.PendingRevocations()) != 0 {
+		t.Fatalf("pending after b left: %+v", m.s.PendingRevocations())
+	}
+	checkAssignment(t, m.s.Stream(0).Topic(0).Group(0), 4)
+	// A member leaving (or disconnecting) re-deals everything, so a
+	// hand-off's target never disappears while the hand-off is pending.
+	d := cl(40)
+	m.client(d, JoinConsumerGroup{Stream: s, Topic: tp, Group: g, InFlight: []uint32{0, 1, 2, 3}})
+	if len(m.s.PendingRevocations()) != 1 {
+		t.Fatalf("pending after d joined: %+v", m.s.PendingRevocations())
+	}
+	m.sys(DisconnectClient{Client: d})
+	if len(m.s.PendingRevocations()) != 0 {
+		t.Fatalf("pending after d disconnected: %+v", m.s.PendingRevocations())
+	}
+	checkAssignment(t, m.s.Stream(0).Topic(0).Group(0), 4)
 }

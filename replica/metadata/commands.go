@@ -124,10 +124,34 @@ type DeleteConsumerGroup struct{ Stream, Topic, Group Identifier }
 // so EvictNodeMembers can find the members of a node that crashed or
 // restarted. Joining twice is a no-op, apart from re-stamping Node and
 // Boot when they differ (the client reconnected through another node).
+//
+// InFlight, stamped by the admitting node too, lists the group's
+// partitions that may hold polled but uncommitted messages (prepare body
+// version 4): a partition the join takes from its owner moves at once
+// when it is not listed, and is otherwise handed off cooperatively (the
+// owner keeps it until it commits or the rebalancing timeout passes;
+// CompleteRevocation).
 type JoinConsumerGroup struct {
 	Stream, Topic, Group Identifier
 	Node                 uint8
 	Boot                 uint64
+	InFlight             []uint32
+	// Redeal: decoded from a prepare body before version 4, whose joins
+	// re-dealt every partition (round robin); never encoded.
+	Redeal bool
+}
+
+// CompleteRevocation (system-only) completes the pending hand-off of
+// Partition from the member Client of group Group in topic Topic of
+// stream Stream: the partition moves to its target member. Proposed by the
+// node holding the source's connection once the source has committed what
+// it polled, and by the metadata primary once consumer_group.
+// rebalancing_timeout has passed since the hand-off began (its clock); a
+// hand-off that is no longer pending makes it a no-op.
+type CompleteRevocation struct {
+	Stream, Topic, Group uint32
+	Client               ClientID
+	Partition            uint32
 }
 
 // LeaveConsumerGroup is LEAVE_CONSUMER_GROUP (605); the member is
@@ -238,6 +262,7 @@ func (JoinConsumerGroup) isCommand()         {}
 func (LeaveConsumerGroup) isCommand()        {}
 func (DisconnectClient) isCommand()          {}
 func (EvictNodeMembers) isCommand()          {}
+func (CompleteRevocation) isCommand()        {}
 func (CreateUser) isCommand()                {}
 func (UpdateUser) isCommand()                {}
 func (DeleteUser) isCommand()                {}

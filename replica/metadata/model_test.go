@@ -17,12 +17,19 @@ type groupModel struct {
 	members    []ClientID
 	partitions uint32
 	generation uint64
+	// joined holds the assignment after a cooperative join (checked
+	// against the one before it when the join applied); nil after a full
+	// re-deal (leave, disconnect, partition change), which is round robin.
+	joined map[ClientID][]uint32
 }
 
 func (gm *groupModel) expected(c ClientID) []uint32 {
 	i := slices.Index(gm.members, c)
 	if i < 0 {
 		return nil
+	}
+	if gm.joined != nil {
+		return gm.joined[c]
 	}
 	var out []uint32
 	for p := uint32(0); p < gm.partitions; p++ {
@@ -55,14 +62,52 @@ func TestGroupAssignmentModel(t *testing.T) {
 		rt.Repeat(map[string]func(*rapid.T){
 			"join": func(rt *rapid.T) {
 				c := clients.Draw(rt, "client")
+				before := map[ClientID][]uint32{}
+				for _, mem := range gm.members {
+					before[mem] = gm.expected(mem)
+				}
 				r := m.client(c, JoinConsumerGroup{Stream: ids[0], Topic: ids[1], Group: ids[2]})
 				if r.Code != OK {
 					rt.Fatalf("join: %v", r.Code)
 				}
-				if !slices.Contains(gm.members, c) {
-					gm.members = append(gm.members, c)
-					gm.generation++
+				if slices.Contains(gm.members, c) {
+					return
 				}
+				gm.members = append(gm.members, c)
+				gm.generation++
+				// Cooperative: the members keep a subset of what they
+				// owned, the joiner gets exactly what they gave up (or
+				// what nobody owned), nothing moves between old members.
+				g := m.s.Stream(0).Topic(0).GroupByName("g")
+				after := map[ClientID][]uint32{}
+				var given []uint32
+				for _, mem := range gm.members {
+					_, ps, _ := g.Assignment(mem)
+					after[mem] = slices.Clone(ps)
+					if mem == c {
+						continue
+					}
+					for _, p := range ps {
+						if !slices.Contains(before[mem], p) {
+							rt.Fatalf("join of %v moved partition %d to old member %v", c, p, mem)
+						}
+					}
+					for _, p := range before[mem] {
+						if !slices.Contains(ps, p) {
+							given = append(given, p)
+						}
+					}
+				}
+				if len(before) == 0 {
+					for p := uint32(0); p < gm.partitions; p++ {
+						given = append(given, p)
+					}
+				}
+				slices.Sort(given)
+				if !slices.Equal(after[c], given) {
+					rt.Fatalf("joiner %v got %v, the others gave up %v", c, after[c], given)
+				}
+				gm.joined = after
 			},
 			"leave": func(rt *rapid.T) {
 				c := clients.Draw(rt, "client")
@@ -73,6 +118,7 @@ func TestGroupAssignmentModel(t *testing.T) {
 					}
 					gm.members = slices.Delete(gm.members, i, i+1)
 					gm.generation++
+					gm.joined = nil
 				} else if r.Code != wire.CodeConsumerGroupMemberNotFound {
 					rt.Fatalf("leave of a non-member: %v", r.Code)
 				}
@@ -83,6 +129,7 @@ func TestGroupAssignmentModel(t *testing.T) {
 				if i := slices.Index(gm.members, c); i >= 0 {
 					gm.members = slices.Delete(gm.members, i, i+1)
 					gm.generation++
+					gm.joined = nil
 				}
 			},
 			"add partitions": func(rt *rapid.T) {
@@ -90,6 +137,7 @@ func TestGroupAssignmentModel(t *testing.T) {
 				m.must(CreatePartitions{Stream: ids[0], Topic: ids[1], Count: n})
 				gm.partitions += n
 				gm.generation++
+				gm.joined = nil
 			},
 			"remove partitions": func(rt *rapid.T) {
 				n := uint32(rapid.IntRange(1, 5).Draw(rt, "n"))
@@ -102,6 +150,7 @@ func TestGroupAssignmentModel(t *testing.T) {
 				}
 				gm.partitions -= n
 				gm.generation++
+				gm.joined = nil
 			},
 			"": func(rt *rapid.T) {
 				tp := m.s.Stream(0).Topic(0)

@@ -17,17 +17,21 @@ const (
 	OpDeleteExpiredTokens wire.Operation = 99
 	OpEvictNodeMembers    wire.Operation = 100
 	OpRevokeAccessToken   wire.Operation = 101
+	OpCompleteRevocation  wire.Operation = 102
 )
 
 // Prepare body envelope; the layout is documented in doc.go.
 const (
-	// opVersion is what EncodeOp writes. Version 2 (before the node-wide
+	// opVersion is what EncodeOp writes. Version 3 (before cooperative
+	// rebalancing) is still decoded: its JoinConsumerGroup has no in-flight
+	// list and re-deals every partition. Version 2 (before the node-wide
 	// partition cap and the root guard) is still decoded: its CreateTopic
 	// and CreatePartitions have no cap stamp, and its commands apply with
 	// Meta.Legacy. Version 1 (before consumer-group members recorded their
 	// node) is decoded too: its JoinConsumerGroup has no stamp and decodes
 	// with Boot = BootUnknown.
-	opVersion      = 3
+	opVersion      = 4
+	opVersionV3    = 3
 	opVersionV2    = 2
 	opVersionV1    = 1
 	opHeaderSize   = 34
@@ -96,6 +100,8 @@ func OperationOf(c Command) wire.Operation {
 		return OpDeleteExpiredTokens
 	case EvictNodeMembers:
 		return OpEvictNodeMembers
+	case CompleteRevocation:
+		return OpCompleteRevocation
 	case RevokeAccessToken:
 		return OpRevokeAccessToken
 	}
@@ -151,6 +157,13 @@ func EncodeOp(m Meta, c Command) ([]byte, error) {
 	case JoinConsumerGroup:
 		b = append(b, c.Node)
 		b = binary.LittleEndian.AppendUint64(b, c.Boot)
+		if len(c.InFlight) > 1<<16-1 {
+			return nil, fmt.Errorf("%w: %d in-flight partitions", ErrOp, len(c.InFlight))
+		}
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(c.InFlight)))
+		for _, p := range c.InFlight {
+			b = binary.LittleEndian.AppendUint32(b, p)
+		}
 		req = &wire.JoinConsumerGroup{StreamID: c.Stream, TopicID: c.Topic, GroupID: c.Group}
 	case LeaveConsumerGroup:
 		req = &wire.LeaveConsumerGroup{StreamID: c.Stream, TopicID: c.Topic, GroupID: c.Group}
@@ -191,6 +204,13 @@ func EncodeOp(m Meta, c Command) ([]byte, error) {
 	case EvictNodeMembers:
 		b = append(b, c.Node)
 		b = binary.LittleEndian.AppendUint64(b, c.Before)
+	case CompleteRevocation:
+		b = binary.LittleEndian.AppendUint32(b, c.Stream)
+		b = binary.LittleEndian.AppendUint32(b, c.Topic)
+		b = binary.LittleEndian.AppendUint32(b, c.Group)
+		b = binary.LittleEndian.AppendUint64(b, c.Client.Lo)
+		b = binary.LittleEndian.AppendUint64(b, c.Client.Hi)
+		b = binary.LittleEndian.AppendUint32(b, c.Partition)
 	case RevokeAccessToken:
 		b = append(b, c.ID[:]...)
 		b = binary.LittleEndian.AppendUint64(b, c.Expiry)
@@ -252,12 +272,12 @@ func DecodeOp(b []byte) (Meta, Command, error) {
 	if len(b) < opHeaderSize {
 		return Meta{}, nil, fmt.Errorf("%w: %d bytes, envelope needs %d", ErrOp, len(b), opHeaderSize)
 	}
-	if (b[0] != opVersion && b[0] != opVersionV2 && b[0] != opVersionV1) || b[2]&^flagSystem != 0 || b[3] != 0 {
+	if (b[0] != opVersion && b[0] != opVersionV3 && b[0] != opVersionV2 && b[0] != opVersionV1) || b[2]&^flagSystem != 0 || b[3] != 0 {
 		return Meta{}, nil, fmt.Errorf("%w: version %d, flags %#x, reserved %#x", ErrOp, b[0], b[2], b[3])
 	}
 	m := Meta{
 		System:    b[2]&flagSystem != 0,
-		Legacy:    b[0] < opVersion,
+		Legacy:    b[0] < opVersionV3,
 		UserID:    binary.LittleEndian.Uint32(b[4:]),
 		Timestamp: binary.LittleEndian.Uint64(b[8:]),
 		Client:    wire.Uint128{Lo: binary.LittleEndian.Uint64(b[16:]), Hi: binary.LittleEndian.Uint64(b[24:])},
@@ -310,6 +330,14 @@ func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte
 			return nil, fmt.Errorf("%w: operation %d in a version %d body", ErrOp, op, version)
 		}
 		return internal(EvictNodeMembers{Node: st.u8(), Before: st.u64()})
+	case OpCompleteRevocation:
+		if version < opVersion {
+			return nil, fmt.Errorf("%w: operation %d in a version %d body", ErrOp, op, version)
+		}
+		c := CompleteRevocation{Stream: st.u32(), Topic: st.u32(), Group: st.u32()}
+		c.Client = wire.Uint128{Lo: st.u64(), Hi: st.u64()}
+		c.Partition = st.u32()
+		return internal(c)
 	}
 	code, ok := wire.CommandForOperation(op)
 	if !ok || op == wire.OpDeleteSegments || !op.IsMetadata() {
@@ -330,7 +358,7 @@ func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte
 		return PurgeStream{Stream: r.StreamID}, nil
 	case *wire.CreateTopic:
 		c := CreateTopic{Stream: r.StreamID, PartitionsCount: r.PartitionsCount, Name: r.Name, Options: r.Options, Defaults: st.defaults()}
-		if version >= opVersion {
+		if version >= opVersionV3 {
 			c.PartitionsMax = st.u32()
 		}
 		return c, nil
@@ -342,7 +370,7 @@ func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte
 		return PurgeTopic{Stream: r.StreamID, Topic: r.TopicID}, nil
 	case *wire.CreatePartitions:
 		c := CreatePartitions{Stream: r.StreamID, Topic: r.TopicID, Count: r.PartitionsCount}
-		if version >= opVersion {
+		if version >= opVersionV3 {
 			c.PartitionsMax = st.u32()
 		}
 		return c, nil
@@ -356,6 +384,17 @@ func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte
 		c := JoinConsumerGroup{Stream: r.StreamID, Topic: r.TopicID, Group: r.GroupID, Boot: BootUnknown}
 		if version != opVersionV1 {
 			c.Node, c.Boot = st.u8(), st.u64()
+		}
+		c.Redeal = version < opVersion
+		if version >= opVersion {
+			n := 0
+			if b := st.take(2); b != nil {
+				n = int(binary.LittleEndian.Uint16(b))
+			}
+			c.InFlight = make([]uint32, 0, n)
+			for i := 0; i < n; i++ {
+				c.InFlight = append(c.InFlight, st.u32())
+			}
 		}
 		return c, nil
 	case *wire.LeaveConsumerGroup:

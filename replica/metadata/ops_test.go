@@ -2,7 +2,9 @@ package metadata
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/iggo/iggo/wire"
@@ -78,7 +80,7 @@ func TestOpRejects(t *testing.T) {
 	good, _ := EncodeOp(Meta{UserID: 3}, CreateStream{Name: "s"})
 	tests := map[string][]byte{
 		"short":                 good[:10],
-		"version":               append([]byte{4}, good[1:]...),
+		"version":               append([]byte{5}, good[1:]...),
 		"flags":                 append(append([]byte{}, good[:2]...), append([]byte{4}, good[3:]...)...),
 		"unknown operation":     append([]byte{opVersion, 200}, good[2:]...),
 		"delete segments":       append([]byte{opVersion, byte(wire.OpDeleteSegments)}, good[2:]...),
@@ -103,30 +105,55 @@ func TestOpRejects(t *testing.T) {
 	}
 }
 
-// TestOpJoinStamp: the join carries the admitting node's id and boot; a
-// version 1 body (written before members recorded them) decodes with the
-// boot unknown, which node eviction never removes.
+// TestOpJoinStamp: the join carries the admitting node's id and boot and
+// (version 4) the partitions that may hold polled, uncommitted messages; a
+// version 3 body decodes with Redeal (its join re-deals every partition);
+// a version 1 body (written before members recorded node and boot)
+// decodes with the boot unknown, which node eviction never removes.
 func TestOpJoinStamp(t *testing.T) {
-	join := JoinConsumerGroup{Stream: wire.NumericID(0), Topic: wire.NumericID(1), Group: wire.NumericID(2), Node: 2, Boot: 1_700_000_000_123_456}
+	join := JoinConsumerGroup{Stream: wire.NumericID(0), Topic: wire.NumericID(1), Group: wire.NumericID(2), Node: 2, Boot: 1_700_000_000_123_456,
+		InFlight: []uint32{3, 5}}
 	b := mustEncode(t, Meta{Client: cl(9)}, join)
 	if b[0] != opVersion {
 		t.Fatalf("version %d", b[0])
 	}
-	if _, c, err := DecodeOp(b); err != nil || c != join {
+	if _, c, err := DecodeOp(b); err != nil || !reflect.DeepEqual(c, join) {
 		t.Fatalf("decoded %+v (%v), want %+v", c, err, join)
 	}
-	// Version 1: the same body without the 9-byte stamp.
-	old := append([]byte{opVersionV1}, b[1:32]...)
-	old = append(old, 0, 0)
-	old = append(old, b[opHeaderSize+9:]...)
-	_, c, err := DecodeOp(old)
+	stampLen := int(binary.LittleEndian.Uint16(b[32:]))
+	if stampLen != 9+2+8 {
+		t.Fatalf("join stamp of %d bytes", stampLen)
+	}
+	body := b[opHeaderSize+stampLen:]
+	// Version 3: the 9-byte node and boot stamp, no in-flight list.
+	v3 := append([]byte{opVersionV3}, b[1:32]...)
+	v3 = append(v3, 9, 0)
+	v3 = append(v3, b[opHeaderSize:opHeaderSize+9]...)
+	v3 = append(v3, body...)
+	m, c, err := DecodeOp(v3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := join
+	want.InFlight, want.Redeal = nil, true
+	if !reflect.DeepEqual(c, want) || m.Legacy {
+		t.Fatalf("version 3 join decoded %+v (legacy %v), want %+v", c, m.Legacy, want)
+	}
+	// Version 1: the same body without a stamp.
+	old := append([]byte{opVersionV1}, b[1:32]...)
+	old = append(old, 0, 0)
+	old = append(old, body...)
+	_, c, err = DecodeOp(old)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want.Node, want.Boot = 0, BootUnknown
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("version 1 join decoded %+v, want %+v", c, want)
+	}
+	cr := CompleteRevocation{Stream: 1, Topic: 2, Group: 3, Client: cl(4), Partition: 5}
+	if _, c, err := DecodeOp(mustEncode(t, Meta{System: true}, cr)); err != nil || c != cr {
+		t.Fatalf("complete revocation decoded %+v (%v)", c, err)
 	}
 	ev := EvictNodeMembers{Node: 2, Before: 77}
 	if _, c, err := DecodeOp(mustEncode(t, Meta{System: true}, ev)); err != nil || c != ev {

@@ -14,7 +14,10 @@ import (
 // Snapshot file framing; the byte layout is documented in doc.go.
 const (
 	snapshotMagic   = "IGGOMETA"
-	SnapshotVersion = uint32(3)
+	SnapshotVersion = uint32(4)
+	// snapshotVersionV3 is still decoded: its members have no pending
+	// hand-offs (cooperative rebalancing came with version 4).
+	snapshotVersionV3 = uint32(3)
 	// snapshotVersionV1 is still decoded: its members carry no node and
 	// boot (they decode with Node 0, Boot BootUnknown).
 	snapshotVersionV1 = uint32(1)
@@ -34,7 +37,7 @@ func EncodeSnapshot(s *State) []byte { return encodeSnapshot(s, SnapshotVersion)
 // encodeSnapshot writes version (SnapshotVersion, or snapshotVersionV1
 // for the tests of the previous format: members lose Node and Boot).
 func encodeSnapshot(s *State, version uint32) []byte {
-	w := &writer{buf: make([]byte, snapshotHeaderSize, 4096), v1: version == snapshotVersionV1}
+	w := &writer{buf: make([]byte, snapshotHeaderSize, 4096), v1: version == snapshotVersionV1, v4: version >= SnapshotVersion}
 	copy(w.buf, snapshotMagic)
 	binary.LittleEndian.PutUint32(w.buf[8:], version)
 	w.u64(s.lastApplied)
@@ -74,7 +77,7 @@ func encodeSnapshot(s *State, version uint32) []byte {
 			w.u64(p.ExpiryAt)
 		}
 	}
-	if version >= SnapshotVersion {
+	if version >= snapshotVersionV3 {
 		w.u32(uint32(len(s.revoked)))
 		for _, r := range s.revoked {
 			w.buf = append(w.buf, r.ID[:]...)
@@ -88,6 +91,7 @@ func encodeSnapshot(s *State, version uint32) []byte {
 type writer struct {
 	buf []byte
 	v1  bool
+	v4  bool
 }
 
 func (w *writer) u8(v uint8)   { w.buf = append(w.buf, v) }
@@ -158,6 +162,14 @@ func (w *writer) topic(t *Topic) {
 			for _, p := range m.Partitions {
 				w.u32(p)
 			}
+			if w.v4 {
+				w.u32(uint32(len(m.Revoking)))
+				for _, r := range m.Revoking {
+					w.u32(r.Partition)
+					w.u32(r.Target)
+					w.u64(r.Since)
+				}
+			}
 		}
 	}
 }
@@ -202,7 +214,7 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: bad magic", ErrSnapshot)
 	}
 	v := binary.LittleEndian.Uint32(b[8:])
-	if v != SnapshotVersion && v != snapshotVersionV2 && v != snapshotVersionV1 {
+	if v != SnapshotVersion && v != snapshotVersionV3 && v != snapshotVersionV2 && v != snapshotVersionV1 {
 		return nil, fmt.Errorf("%w: unsupported version %d", ErrSnapshot, v)
 	}
 	if binary.LittleEndian.Uint32(b[12:]) != 0 {
@@ -229,6 +241,8 @@ type reader struct {
 	// v1: the payload is snapshot version 1 (members without node and
 	// boot).
 	v1 bool
+	// v4: members carry their pending hand-offs.
+	v4 bool
 }
 
 func (r *reader) fail(format string, args ...any) {
@@ -336,7 +350,7 @@ func (r *reader) options() wire.Options {
 }
 
 func decodePayload(p []byte, version uint32) (*State, error) {
-	r := &reader{b: p, v1: version == snapshotVersionV1}
+	r := &reader{b: p, v1: version == snapshotVersionV1, v4: version >= SnapshotVersion}
 	s := NewState()
 	s.lastApplied = r.u64()
 	s.revision = r.u64()
@@ -391,7 +405,7 @@ func decodePayload(p []byte, version uint32) (*State, error) {
 			s.tokens[pat.Hash] = tokenRef{user: u.ID, name: pat.Name}
 		}
 	}
-	if version >= SnapshotVersion {
+	if version >= snapshotVersionV3 {
 		rn := r.count(24)
 		for range rn {
 			var e RevokedToken
@@ -609,6 +623,17 @@ func (r *reader) group(partitions uint32) *ConsumerGroup {
 			m.Partitions[i] = r.u32()
 			if r.err == nil && (m.Partitions[i] >= partitions || (i > 0 && m.Partitions[i-1] >= m.Partitions[i])) {
 				r.fail("group %d member %d partitions not ascending below %d", g.ID, m.ID, partitions)
+			}
+		}
+		if r.v4 {
+			rn := r.count(16)
+			for i := 0; i < rn && r.err == nil; i++ {
+				rv := Revocation{Partition: r.u32(), Target: r.u32(), Since: r.u64()}
+				if r.err == nil && (!slices.Contains(m.Partitions, rv.Partition) || rv.Target >= g.NextMemberID || rv.Target == m.ID ||
+					(i > 0 && m.Revoking[i-1].Partition >= rv.Partition)) {
+					r.fail("group %d member %d hand-off of partition %d to %d is not one of its partitions, ascending, to another member", g.ID, m.ID, rv.Partition, rv.Target)
+				}
+				m.Revoking = append(m.Revoking, rv)
 			}
 		}
 		owned += pn

@@ -66,7 +66,7 @@ func TestSnapshotOfHandBuiltState(t *testing.T) {
 		t.Fatalf("topic %+v", tp)
 	}
 	g := tp.GroupByName("workers")
-	if gen, ps, ok := g.Assignment(cl(8)); !ok || gen != 2 || len(ps) != 1 || ps[0] != 1 {
+	if gen, ps, ok := g.Assignment(cl(8)); !ok || gen != 2 || len(ps) != 1 || ps[0] != 2 {
 		t.Fatalf("assignment %d %v %v", gen, ps, ok)
 	}
 	if ru, pat, ok := r.TokenByHash(TokenHash{42}); !ok || ru.ID != u.ID || pat.ExpiryAt == 0 {

@@ -203,6 +203,42 @@ type Member struct {
 	Node       uint8
 	Boot       uint64
 	Partitions []uint32 // ascending
+	// Revoking lists partitions of Partitions being handed to another
+	// member cooperatively (ascending by partition): the member keeps them
+	// for commits, no longer polls them, until CompleteRevocation moves
+	// them (it committed what it polled, or consumer_group.
+	// rebalancing_timeout passed).
+	Revoking []Revocation
+}
+
+// Revocation is a pending cooperative hand-off of one partition.
+type Revocation struct {
+	Partition uint32
+	// Target is the member id the partition goes to.
+	Target uint32
+	// Since is the timestamp of the op that created it (the primary's
+	// clock, µs since the Unix epoch).
+	Since uint64
+}
+
+// revoking reports whether partition is pending hand-off from m.
+func (m Member) revoking(partition uint32) bool {
+	return slices.ContainsFunc(m.Revoking, func(r Revocation) bool { return r.Partition == partition })
+}
+
+// Pollable is the member's partitions it may poll: those it owns and is
+// not handing off.
+func (m Member) Pollable() []uint32 {
+	if len(m.Revoking) == 0 {
+		return m.Partitions
+	}
+	out := make([]uint32, 0, len(m.Partitions))
+	for _, p := range m.Partitions {
+		if !m.revoking(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // BootUnknown is the Boot of a member whose node boot was not recorded
@@ -409,17 +445,19 @@ func (g *ConsumerGroup) Member(client ClientID) (Member, bool) {
 }
 
 // Assignment answers SYNC_CONSUMER_GROUP: the generation and the
-// partitions client owns; ok is false when client is not a member.
+// partitions client may poll (owned, not being handed off); ok is false
+// when client is not a member.
 func (g *ConsumerGroup) Assignment(client ClientID) (generation uint64, partitions []uint32, ok bool) {
 	m, ok := g.Member(client)
 	if !ok {
 		return 0, nil, false
 	}
-	return g.Generation, m.Partitions, true
+	return g.Generation, m.Pollable(), true
 }
 
-// Owns reports whether client owns partition in g (the group poll and
-// offset-store fence).
+// Owns reports whether client owns partition in g, a pending hand-off
+// included (the offset-store fence: the old owner commits what it
+// polled).
 func (g *ConsumerGroup) Owns(client ClientID, partition uint32) bool {
 	m, ok := g.Member(client)
 	if !ok {
@@ -427,6 +465,43 @@ func (g *ConsumerGroup) Owns(client ClientID, partition uint32) bool {
 	}
 	_, found := slices.BinarySearch(m.Partitions, partition)
 	return found
+}
+
+// Pollable reports whether client owns partition in g and is not handing
+// it off (the group poll fence).
+func (g *ConsumerGroup) Pollable(client ClientID, partition uint32) bool {
+	m, ok := g.Member(client)
+	if !ok {
+		return false
+	}
+	_, found := slices.BinarySearch(m.Partitions, partition)
+	return found && !m.revoking(partition)
+}
+
+// PendingRevocation is one pending hand-off, with where its source member
+// lives (PendingRevocations).
+type PendingRevocation struct {
+	Stream, Topic, Group uint32
+	Source               Member
+	Revocation
+}
+
+// PendingRevocations lists every pending hand-off, in stream, topic,
+// group, member, partition order.
+func (s *State) PendingRevocations() []PendingRevocation {
+	var out []PendingRevocation
+	for st := range s.streams.all {
+		for t := range st.topics.all {
+			for _, g := range t.groups {
+				for _, m := range g.Members {
+					for _, r := range m.Revoking {
+						out = append(out, PendingRevocation{Stream: st.ID, Topic: t.ID, Group: g.ID, Source: m, Revocation: r})
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // GroupRef names one consumer group.
