@@ -372,7 +372,7 @@ func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollS
 	if g != nil {
 		client := c.clientID()
 		if req.Partition.Set {
-			if !g.Owns(client, pid) {
+			if !g.Pollable(client, pid) {
 				return true, c.emptyPoll(h, wire.ResyncPartition, 0)
 			}
 		} else {
@@ -383,6 +383,11 @@ func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollS
 			pid = owned[c.rr%uint32(len(owned))]
 			c.rr++
 			st.owned = len(owned)
+		}
+		if c.n.handOffPending(st0.ID, tp.ID, pid, g.ID) {
+			// Just handed over: this replica has not applied the old
+			// owner's last commit yet (coop.go).
+			return true, c.emptyPoll(h, pid, 0)
 		}
 	}
 	tg, code := c.target(st0, tp, pid)

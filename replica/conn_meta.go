@@ -28,6 +28,9 @@ func (c *conn) metadataOp(h *wire.RequestHeader, body []byte) bool {
 	if code != 0 {
 		return c.status(h, code)
 	}
+	if j, ok := adm.Command.(metadata.JoinConsumerGroup); ok {
+		adm.Command = c.n.joinInFlight(view, j)
+	}
 	pbody, err := metadata.EncodeOp(metadata.Meta{UserID: uid, Client: h.Client}, adm.Command)
 	if err != nil {
 		return c.status(h, errCode(err))

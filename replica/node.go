@@ -173,6 +173,7 @@ type Node struct {
 	waits     *longpoll.Hub
 	waitMax   time.Duration
 	partStats sync.Map // shard.Namespace → *partStats
+	handOffs  sync.Map // handOffKey → handOffWait (coop.go)
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
 
 	// Gossip (cluster mode) and a test hook adjusting its configuration
@@ -436,6 +437,7 @@ func (n *Node) Start() (err error) {
 	}
 	n.startBackground()
 	n.startMemberEviction()
+	n.startHandoffs()
 	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("http", n.httpBound), zap.String("path", cfg.Path),
 		zap.String("version", ServerVersion))
 	return nil
@@ -828,6 +830,8 @@ func (n *Node) PartitionStats(stream, topic uint32, p metadata.Partition) metada
 func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metadata.Effect, op uint64) {
 	for _, e := range effects {
 		switch e.Kind {
+		case metadata.EffectHandedOff:
+			n.noteHandedOff(e)
 		case metadata.EffectPartitionCreated:
 			st := view.Stream(e.Stream)
 			if st == nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +76,14 @@ type partStats struct {
 	// (messages, and bytes of the records handed to the reply).
 	polledMsgs  atomic.Uint64
 	polledBytes atomic.Uint64
+	// inFlight holds the consumer groups with polled, uncommitted messages
+	// in the partition, by group id, from the polls this node served
+	// (coop.go): written by the owning shard, read by joins and the
+	// hand-off loop.
+	groupMu  sync.Mutex
+	inFlight map[uint32]bool
+	// committed is each group's stored offset (published with inFlight).
+	committed map[uint32]uint64
 }
 
 // partition is one partition's state machine and storage on its owning
@@ -109,6 +118,9 @@ type partition struct {
 	purgeWanted uint64
 	diskGen     uint64 // purge generation the segment log reflects
 	offsets     map[offsetKey]uint64
+	// lastPolled is, per consumer group id, the last offset a group poll
+	// on this node returned (not replicated; coop.go).
+	lastPolled map[uint32]uint64
 
 	pending      [][]byte // stamped records awaiting their segment write
 	queued       bool
@@ -350,6 +362,7 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 			}
 		}
 		p.offsets[k] = v
+		p.noteGroup(k)
 		return codeReply(0)
 	case opDeleteOffset:
 		if len(body) != deleteOffsetOpSize {
@@ -360,6 +373,7 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 			return codeReply(uint32(wire.CodeConsumerOffsetNotFound))
 		}
 		delete(p.offsets, k)
+		p.noteGroup(k)
 		return codeReply(0)
 	case opPurgePartition:
 		gen := binary.LittleEndian.Uint64(body)
@@ -367,6 +381,7 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 			return codeReply(0)
 		}
 		clear(p.offsets)
+		p.clearPolled()
 		if gen > p.diskGen {
 			p.flushSegments()
 			if err := p.seg.Purge(p.next); err != nil {
@@ -384,7 +399,10 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 		p.publish()
 		return codeReply(0)
 	case opDropGroupOffsets:
-		delete(p.offsets, offsetKey{kind: wire.ConsumerKindGroup, id: binary.LittleEndian.Uint32(body)})
+		k := offsetKey{kind: wire.ConsumerKindGroup, id: binary.LittleEndian.Uint32(body)}
+		delete(p.offsets, k)
+		delete(p.lastPolled, k.id)
+		p.noteGroup(k)
 		return codeReply(0)
 	case opDeleteSegments:
 		if len(body) != 8 {
@@ -912,6 +930,9 @@ func (p *partition) handle(t *task) {
 		p.sh.deliverTask(t)
 	case tkPoll:
 		p.poll(t)
+		if t.status == 0 && t.key.kind == wire.ConsumerKindGroup && t.poll.count > 0 {
+			p.notePolled(t.key.id, t.poll.lastOffset)
+		}
 		if t.status == 0 && t.auto && t.poll.count > 0 {
 			last := t.poll.lastOffset
 			if old, ok := p.offsets[t.key]; ok && old >= last {

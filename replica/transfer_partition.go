@@ -456,6 +456,7 @@ func (p *partition) install(man vsr.Manifest) error {
 		return fmt.Errorf("replica: partition %s: transferred segments end at %d, the checkpoint needs %d", p.ns, seg.NextOffset(), c.next)
 	}
 	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
+	p.clearPolled()
 	p.applied = man.Op
 	p.diskGen = c.purgeGen
 	p.written = seg.NextOffset()

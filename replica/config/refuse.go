@@ -39,7 +39,6 @@ var Refused = []Refusal{
 	{Key: "partition.dedup_clients_max", Reason: "this build keeps no per-writer retry table (exactly-once sends are not implemented): a producer's replayed send may be appended twice; only the default is accepted", Probe: "100"},
 
 	// Iggy settings for mechanisms this build does not have.
-	{Key: "consumer_group.rebalancing_timeout", Reason: "this build moves a partition to its new member at once on a rebalance (no pending revocation); only the default is accepted", Probe: "10s"},
 	{Key: "consumer_group.session_timeout", Reason: "this build removes a member when its connection closes, when heartbeat.interval lapses or when its node is gone for cluster.member_eviction_timeout; there are no session reports, only the default is accepted", Probe: "60s"},
 	{Key: "consumer_group.heartbeat_interval", Reason: "this build sends no consumer session reports (see consumer_group.session_timeout); only the default is accepted", Probe: "7s"},
 	{Key: "cluster.repair_gap_debounce_interval", Reason: "this build's journal repair has no debounce (cluster.repair_retry_interval paces it); only the default is accepted", Probe: "2s"},

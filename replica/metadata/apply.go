@@ -780,7 +780,11 @@ func (t *txn) completeRevocation(c CompleteRevocation) Result {
 		g.Members[ti].Partitions = append(g.Members[ti].Partitions, c.Partition)
 		slices.Sort(g.Members[ti].Partitions)
 	}
-	return Result{Topic: tp, Group: g, Effects: []Effect{{Kind: EffectGroupRebalanced, Stream: tp.StreamID, Topic: tp.ID, Group: g.ID, Generation: g.Generation}}}
+	effects := []Effect{{Kind: EffectGroupRebalanced, Stream: tp.StreamID, Topic: tp.ID, Group: g.ID, Generation: g.Generation}}
+	if c.HasCommitted {
+		effects = append(effects, Effect{Kind: EffectHandedOff, Stream: tp.StreamID, Topic: tp.ID, Group: g.ID, Partition: c.Partition, Offset: c.Committed})
+	}
+	return Result{Topic: tp, Group: g, Effects: effects}
 }
 
 func removeMember(g *ConsumerGroup, client ClientID) {

@@ -148,10 +148,18 @@ type JoinConsumerGroup struct {
 // it polled, and by the metadata primary once consumer_group.
 // rebalancing_timeout has passed since the hand-off began (its clock); a
 // hand-off that is no longer pending makes it a no-op.
+//
+// Committed, when HasCommitted, is the group's stored offset in the
+// partition as the proposing node saw it (the source's last commit): the
+// apply hands it on in EffectHandedOff, so that the new owner's node
+// serves the partition only once its own replica caught up with that
+// commit.
 type CompleteRevocation struct {
 	Stream, Topic, Group uint32
 	Client               ClientID
 	Partition            uint32
+	HasCommitted         bool
+	Committed            uint64
 }
 
 // LeaveConsumerGroup is LEAVE_CONSUMER_GROUP (605); the member is
@@ -324,6 +332,10 @@ const (
 	// EffectTokenDeleted: the personal access token Token of User was
 	// deleted (or expired and was removed); end the sessions opened with it.
 	EffectTokenDeleted
+	// EffectHandedOff: partition Partition of (Stream, Topic, Group) was
+	// handed to a new member after its old owner committed offset Offset
+	// there (CompleteRevocation).
+	EffectHandedOff
 )
 
 // Effect is one action the node takes after a committed command.
@@ -337,4 +349,5 @@ type Effect struct {
 	Revision   uint64
 	Generation uint64
 	Token      TokenHash
+	Offset     uint64
 }

@@ -107,6 +107,23 @@
 // BootUnknown (the largest u64): no Before is above it, so they are never
 // removed by node eviction (only by their own disconnect).
 //
+// # Cooperative rebalancing
+//
+// A join rebalances as Iggy 0.9's rebalance_cooperative
+// (rebalanceCooperative): partitions nobody owns go to members owning
+// none, then each member above its fair share gives its excess (highest
+// partitions first) round robin to the members owning none. An excess
+// partition listed in the join's InFlight (stamped by the admitting node:
+// it may hold polled, uncommitted messages) stays with its owner as a
+// pending Revocation (target member, Since = the join's timestamp): the
+// owner keeps it for commits (Owns) but may not poll it (Pollable,
+// Assignment), and nobody else gets it until CompleteRevocation moves it
+// (the node decides when: package replica, coop.go). Leave, disconnect,
+// node eviction and partition changes re-deal every partition round robin
+// and drop pending revocations, as Iggy's rebalance_members does. Joins
+// decoded from prepare bodies before version 4 (Redeal) re-deal round
+// robin, as they did when they committed.
+//
 // # Snapshot format (EncodeSnapshot / DecodeSnapshot)
 //
 // Integers are little-endian. str8 is [len u8][bytes], str16 is
@@ -114,7 +131,7 @@
 //
 //	offset  size  field
 //	     0     8  magic "IGGOMETA"
-//	     8     4  format version u32 = 3 (1 and 2 are still decoded, below)
+//	     8     4  format version u32 = 4 (1, 2 and 3 are still decoded, below)
 //	    12     4  reserved, zero
 //	    16     8  payload length P u64
 //	    24     P  payload (below)
@@ -163,7 +180,10 @@
 //	      u32  member count, then per member in member order:
 //	           u32 id, u64 client id low, u64 client id high,
 //	           u8 node (replica id), u64 boot (node incarnation µs),
-//	           u32 count + count × u32 owned partition ids (ascending)
+//	           u32 count + count × u32 owned partition ids (ascending),
+//	           u32 count + count × (u32 partition, u32 target member id,
+//	           u64 since µs): pending revocations, ascending by partition,
+//	           each of an owned partition to another member (version 4)
 //	u32   user count, then per user in ascending id:
 //	  u32    id
 //	  u64    created_at
@@ -197,16 +217,18 @@
 // member is u32 id, u64 client low, u64 client high, then its partitions);
 // its members decode with node 0 and boot BootUnknown. Version 2 is
 // version 3 without the revoked access tokens (they decode as none).
-// EncodeSnapshot always writes version 3.
+// Version 3 is version 4 without the members' pending revocations (they
+// decode as none). EncodeSnapshot always writes version 4.
 //
 // # Prepare body format (EncodeOp / DecodeOp)
 //
 //	offset  size  field
-//	     0     1  version = 3 (2 and 1 are still decoded, below)
+//	     0     1  version = 4 (3, 2 and 1 are still decoded, below)
 //	     1     1  operation: Iggy's operation byte (128..149 except 138) for
 //	              client commands; 96 Bootstrap, 97 SetLimits,
 //	              98 DisconnectClient, 99 DeleteExpiredTokens,
-//	              100 EvictNodeMembers, 101 RevokeAccessToken
+//	              100 EvictNodeMembers, 101 RevokeAccessToken,
+//	              102 CompleteRevocation
 //	     2     1  flags: bit 0 = system command; other bits zero
 //	     3     1  reserved, zero
 //	     4     4  acting user id u32
@@ -230,7 +252,10 @@
 // str16 root password hash and the six u32 limits; SetLimits the limits;
 // DisconnectClient the 16-byte client id. JoinConsumerGroup carries u8
 // node (the admitting node's replica id) and u64 boot (its incarnation,
-// µs). EvictNodeMembers carries u8 node and u64 before. RevokeAccessToken
+// µs), then u16 count + count × u32 in-flight partitions (version 4).
+// EvictNodeMembers carries u8 node and u64 before. CompleteRevocation
+// carries u32 stream, u32 topic, u32 group, the 16-byte source client id,
+// u32 partition, u8 has-committed and u64 committed offset. RevokeAccessToken
 // carries the 16-byte token id and u64 expiry (unix seconds). Other operations
 // have no stamp. Plaintext passwords and raw tokens never enter a prepare.
 //
@@ -241,7 +266,10 @@
 // replays to the state it committed. Version 1 bodies (written before
 // members recorded their node) are version 2 bodies in which
 // JoinConsumerGroup has no stamp (node 0, boot BootUnknown) and
-// EvictNodeMembers does not exist. EncodeOp always writes version 3.
+// EvictNodeMembers does not exist. Version 3 bodies are version 4 bodies
+// whose JoinConsumerGroup stamp ends after the boot (no in-flight list; it
+// decodes with Redeal and re-deals every partition) and in which
+// CompleteRevocation does not exist. EncodeOp always writes version 4.
 //
 // # Topic options
 //

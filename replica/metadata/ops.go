@@ -211,6 +211,8 @@ func EncodeOp(m Meta, c Command) ([]byte, error) {
 		b = binary.LittleEndian.AppendUint64(b, c.Client.Lo)
 		b = binary.LittleEndian.AppendUint64(b, c.Client.Hi)
 		b = binary.LittleEndian.AppendUint32(b, c.Partition)
+		b = append(b, boolByte(c.HasCommitted))
+		b = binary.LittleEndian.AppendUint64(b, c.Committed)
 	case RevokeAccessToken:
 		b = append(b, c.ID[:]...)
 		b = binary.LittleEndian.AppendUint64(b, c.Expiry)
@@ -337,6 +339,7 @@ func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte
 		c := CompleteRevocation{Stream: st.u32(), Topic: st.u32(), Group: st.u32()}
 		c.Client = wire.Uint128{Lo: st.u64(), Hi: st.u64()}
 		c.Partition = st.u32()
+		c.HasCommitted, c.Committed = st.boolean(), st.u64()
 		return internal(c)
 	}
 	code, ok := wire.CommandForOperation(op)

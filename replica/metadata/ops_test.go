@@ -151,7 +151,7 @@ func TestOpJoinStamp(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("version 1 join decoded %+v, want %+v", c, want)
 	}
-	cr := CompleteRevocation{Stream: 1, Topic: 2, Group: 3, Client: cl(4), Partition: 5}
+	cr := CompleteRevocation{Stream: 1, Topic: 2, Group: 3, Client: cl(4), Partition: 5, HasCommitted: true, Committed: 9}
 	if _, c, err := DecodeOp(mustEncode(t, Meta{System: true}, cr)); err != nil || c != cr {
 		t.Fatalf("complete revocation decoded %+v (%v)", c, err)
 	}

@@ -143,3 +143,124 @@ func TestWholeClusterRestartKeepsCurrentOffsets(t *testing.T) {
 	c.StartAll()
 	check("after killing and starting every node")
 }
+
+// TestCooperativeRebalanceCluster: member A (connected to node 1) polls
+// half of every partition without committing; member B (connected to node
+// 2) joins and polls in a loop while A is still working, and A commits a
+// moment later. B must never receive a message A polled (no redelivery:
+// every partition B takes was handed over only after A committed it, well
+// before consumer_group.rebalancing_timeout), and must end up with its
+// share, read from right after A's commits.
+func TestCooperativeRebalanceCluster(t *testing.T) {
+	c := startCluster(t, harness.ClusterOptions{})
+	specs := []*topicSpec{{stream: "coop", topic: "t", durability: "replicated", partitions: 4}}
+	createTopics(t, c, 0, specs)
+	root := c.Root(t, 0)
+	ctx := ctxT(t, 2*time.Minute)
+	const perPartition, polled = 20, 10
+	for p := uint32(0); p < 4; p++ {
+		msgs := make([]wire.Message, perPartition)
+		for j := range msgs {
+			m, err := client.NewMessage(payload(p, uint64(j)))
+			must(t, err, "message")
+			msgs[j] = m
+		}
+		_, err := root.SendMessages(ctx, name("coop"), name("t"), wire.PartitionByID(p), msgs)
+		must(t, err, "send")
+	}
+	_, err := root.CreateConsumerGroup(ctx, name("coop"), name("t"), "g")
+	must(t, err, "create group")
+	group := wire.GroupConsumer(name("g"))
+	poll := func(cl *client.Client, p uint32, n uint32) wire.PolledMessages {
+		pm, err := cl.PollMessages(ctx, wire.PollMessages{Consumer: group, StreamID: name("coop"), TopicID: name("t"),
+			Partition: wire.SomePartition(p), Strategy: wire.PollFromNext(), Count: n})
+		must(t, err, "group poll")
+		return pm
+	}
+	sync := func(cl *client.Client) []uint32 {
+		a, err := cl.SyncConsumerGroup(ctx, name("coop"), name("t"), name("g"))
+		must(t, err, "sync")
+		return a.Partitions
+	}
+	a, b := c.Root(t, 1), c.Root(t, 2)
+	must(t, a.JoinConsumerGroup(ctx, name("coop"), name("t"), name("g")), "a joins")
+	type key struct {
+		p   uint32
+		off uint64
+	}
+	byA := map[key]bool{}
+	for _, p := range sync(a) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			pm := poll(a, p, polled)
+			for _, m := range pm.Messages() {
+				byA[key{p, m.Offset}] = true
+			}
+			if pm.MessagesCount == polled {
+				break
+			}
+			// Node 1 has not applied the sends yet: nothing was
+			// committed, so the next poll starts from 0 again.
+			if time.Now().After(deadline) {
+				t.Fatalf("a polled %d messages of partition %d", pm.MessagesCount, p)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	must(t, b.JoinConsumerGroup(ctx, name("coop"), name("t"), name("g")), "b joins")
+	// A commits 300 ms after B joined; B polls all along.
+	commitAt := time.Now().Add(300 * time.Millisecond)
+	committed := false
+	byB := map[key]int{}
+	redelivered := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if !committed && time.Now().After(commitAt) {
+			for p := uint32(0); p < 4; p++ {
+				if !byA[key{p, polled - 1}] {
+					continue
+				}
+				err := a.StoreConsumerOffset(ctx, group, name("coop"), name("t"), wire.SomePartition(p), polled-1)
+				must(t, err, fmt.Sprintf("a commits partition %d", p))
+			}
+			committed = true
+		}
+		total := 0
+		for _, p := range sync(b) {
+			pm := poll(b, p, 5)
+			for _, m := range pm.Messages() {
+				k := key{p, m.Offset}
+				if byA[k] {
+					redelivered++
+				}
+				byB[k]++
+			}
+			if n := len(pm.Messages()); n > 0 {
+				last := pm.Messages()[n-1].Offset
+				must(t, b.StoreConsumerOffset(ctx, group, name("coop"), name("t"), wire.SomePartition(p), last), "b commits")
+			}
+		}
+		for range byB {
+			total++
+		}
+		if committed && total == 2*(perPartition-polled) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b read %d messages (%d redelivered), partitions %v", total, redelivered, sync(b))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("cooperative rebalance: a polled %d messages in flight, b read %d, redelivered %d", len(byA), len(byB), redelivered)
+	if redelivered != 0 {
+		t.Fatalf("b received %d messages a had polled before a committed them", redelivered)
+	}
+	for k, n := range byB {
+		if n != 1 || k.off < polled {
+			t.Fatalf("b read partition %d offset %d %d times (a committed 0..%d)", k.p, k.off, n, polled-1)
+		}
+	}
+	if got := sync(b); len(got) != 2 {
+		t.Fatalf("b owns %v at the end, want its share of 2", got)
+	}
+}
