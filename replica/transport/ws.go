@@ -93,7 +93,7 @@ func (c *wsConn) Handshake(timeout time.Duration) error {
 	if err != nil {
 		return &HandshakeError{Transport: c.name, Err: fmt.Errorf("reading the upgrade request: %w", err)}
 	}
-	w := &hijackWriter{conn: c.raw, brw: bufio.NewReadWriter(br, bufio.NewWriterSize(c.raw, c.opts.WriteBuffer)), h: http.Header{}}
+	w := &hijackWriter{conn: &limitedConn{Conn: c.raw, r: fr}, brw: bufio.NewReadWriter(br, bufio.NewWriterSize(c.raw, c.opts.WriteBuffer)), h: http.Header{}}
 	ws, err := websocket.Accept(w, req, &websocket.AcceptOptions{
 		// Iggy's server checks no Origin: the binary protocol logs in.
 		InsecureSkipVerify: true,
@@ -252,6 +252,15 @@ func (c *wsConn) RemoteAddr() net.Addr               { return c.raw.RemoteAddr()
 func (c *wsConn) SetDeadline(t time.Time) error      { return c.raw.SetDeadline(t) }
 func (c *wsConn) SetReadDeadline(t time.Time) error  { return c.raw.SetReadDeadline(t) }
 func (c *wsConn) SetWriteDeadline(t time.Time) error { return c.raw.SetWriteDeadline(t) }
+
+// limitedConn reads the socket through its frameLimiter (the library
+// reads the hijacked conn directly once the upgrade is done).
+type limitedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // hijackWriter is the http.ResponseWriter of the one upgrade request.
 type hijackWriter struct {
