@@ -150,7 +150,7 @@ type Server struct {
 	// WSAddr is the bound WebSocket address ("" when not served).
 	WSAddr string
 	// PKI signs the server's certificate when it serves TLS.
-	PKI *PKI
+	PKI  *PKI
 	tenv []string
 }
 
