@@ -125,6 +125,9 @@ type Options struct {
 	// TLS transport gets a test PKI (Server.PKI).
 	Transport Transport
 	Serve     []Transport
+	// PKI, when set, is used instead of a fresh one (a cluster's nodes
+	// share theirs).
+	PKI *PKI
 	// NoFile, when set, runs the server with RLIMIT_NOFILE soft and hard
 	// at this many descriptors (through /bin/sh's ulimit, which then execs
 	// the server: the process keeps the shell's pid).
@@ -177,7 +180,7 @@ func newServer(t testing.TB, opts Options) *Server {
 	if opts.LogTail == 0 {
 		opts.LogTail = 8 << 10
 	}
-	s := &Server{t: t, opts: opts}
+	s := &Server{t: t, opts: opts, PKI: opts.PKI}
 	ts := append([]Transport{opts.Transport}, opts.Serve...)
 	for i := range ts {
 		if ts[i].Name == "" {
