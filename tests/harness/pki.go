@@ -1,22 +1,16 @@
 package harness
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/iggo/iggo/client"
+	"github.com/iggo/iggo/internal/pki"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -33,48 +27,21 @@ func NewPKI(dir string) (*PKI, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "iggo test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "iggo test server"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, DNSNames: []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv6loopback}}
-	for i := 1; i < 64; i++ {
-		leaf.IPAddresses = append(leaf.IPAddresses, net.IPv4(127, 0, 0, byte(i)))
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	ca, err := pki.NewCA("iggo test CA", 48*time.Hour)
 	if err != nil {
 		return nil, err
 	}
 	p := &PKI{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server.key"),
-		Pool: x509.NewCertPool()}
-	p.Pool.AddCert(caCert)
-	for _, f := range []struct {
-		path, typ string
-		der       []byte
-	}{{p.CAFile, "CERTIFICATE", caDER}, {p.CertFile, "CERTIFICATE", der}, {p.KeyFile, "EC PRIVATE KEY", keyDER}} {
-		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), 0o600); err != nil {
-			return nil, err
-		}
+		Pool: ca.Pool()}
+	hosts := []string{"localhost", "::1"}
+	for i := 1; i < 64; i++ {
+		hosts = append(hosts, fmt.Sprintf("127.0.0.%d", i))
+	}
+	if err := ca.WriteCert(p.CAFile); err != nil {
+		return nil, err
+	}
+	if err := ca.Issue("iggo test server", 48*time.Hour, p.CertFile, p.KeyFile, hosts...); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
