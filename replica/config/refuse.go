@@ -31,7 +31,7 @@ var Refused = []Refusal{
 	{Key: "telemetry.enabled", Reason: "OpenTelemetry export is not available in this build; set it to false", Probe: "true"},
 	// A WebSocket setting its library (coder/websocket) has no knob for.
 	{Key: "websocket.accept_unmasked_frames", Reason: "this build's WebSocket library always refuses unmasked client frames (RFC 6455); only false is accepted", Probe: "true"},
-	{Key: "tcp.enabled", Reason: "TCP is the only client transport this build serves; it cannot be turned off", Probe: "false"},
+	{Key: "tcp.enabled", Reason: "this build always serves TCP (its tooling and health checks use it); it cannot be turned off", Probe: "false"},
 
 	// Owned by other work: partition.dedup_clients_max (exactly-once
 	// sends) is refused until it lands.
