@@ -22,7 +22,7 @@ TEST_FUZZTIME ?= 4s
 
 .PHONY: all help build run cluster cluster-down bench-cluster bench-transports bench-peers bench-scaling bench-disk test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos \
 	ui-screenshots bench-ui \
-	docker-binaries docker-image compose-up compose-demo compose-kill compose-down
+	docker-binaries docker-image compose-up compose-demo compose-kill compose-down compose-certs
 
 all: build
 
@@ -274,7 +274,16 @@ DOCKER_BUILD_DIR ?= deploy/.build
 COMPOSE         ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; else echo docker-compose; fi)
 COMPOSE_FILE    ?= deploy/docker-compose.yml
 COMPOSE_PROJECT ?= iggo
-COMPOSE_CMD      = IGGO_IMAGE=$(DOCKER_IMAGE) $(COMPOSE) -f $(COMPOSE_FILE) -p $(COMPOSE_PROJECT)
+# COMPOSE_TLS=1 layers deploy/docker-compose.tls.yml (TLS on the client
+# transports; run `make compose-certs` first).
+COMPOSE_TLS     ?=
+COMPOSE_CMD      = IGGO_IMAGE=$(DOCKER_IMAGE) $(COMPOSE) -f $(COMPOSE_FILE) $(if $(COMPOSE_TLS),-f deploy/docker-compose.tls.yml) -p $(COMPOSE_PROJECT)
+
+# A CA and a server certificate for the compose nodes (deploy/certs, not
+# committed). DEMO: the key is made readable by the image's user.
+compose-certs: build ## certificates for COMPOSE_TLS=1
+	./$(BIN)/iggo cluster certs --dir deploy/certs --host 172.29.0.11 --host 172.29.0.12 --host 172.29.0.13 --host localhost
+	chmod 0644 deploy/certs/server.key
 
 docker-binaries: ## static binaries for the image
 	rm -rf $(DOCKER_BUILD_DIR)

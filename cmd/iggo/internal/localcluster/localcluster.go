@@ -124,6 +124,7 @@ func (n NodeState) Addr() string { return net.JoinHostPort(n.IP, strconv.Itoa(n.
 func Extensions() []cli.Extension {
 	return []cli.Extension{
 		{Parent: "cluster", New: upCmd},
+		{Parent: "cluster", New: certsCmd},
 		{Parent: "cluster", New: startCmd},
 		{Parent: "cluster", New: statusCmd},
 		{Parent: "cluster", New: downCmd},
@@ -1100,4 +1101,47 @@ func issueCerts(dir string, nodes []NodeState) error {
 		}
 	}
 	return nil
+}
+
+// certsCmd writes a CA and one server certificate for the given hosts, for
+// clusters started elsewhere (the TLS compose demo mounts them).
+func certsCmd(env *cli.Env) *cobra.Command {
+	var dir string
+	var hosts []string
+	var days int
+	cmd := &cobra.Command{
+		Use:   "certs",
+		Short: "Write a CA and a server certificate for TLS client transports",
+		Long: `Write <dir>/ca.pem (the CA clients trust), <dir>/server.pem and <dir>/server.key
+(a certificate for every --host, localhost and 127.0.0.1, signed by the CA) for
+[tcp.tls] and [websocket.tls]. The CA's key is not kept.`,
+		Example: `  iggo cluster certs --dir deploy/certs --host 172.29.0.11 --host 172.29.0.12 --host 172.29.0.13`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if days < 1 {
+				return cli.Usagef("--days must be positive")
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return localErr("%v", err)
+			}
+			validity := time.Duration(days) * 24 * time.Hour
+			ca, err := pki.NewCA("iggo CA", validity)
+			if err != nil {
+				return localErr("generating the CA: %v", err)
+			}
+			if err := ca.WriteCert(filepath.Join(dir, "ca.pem")); err != nil {
+				return localErr("%v", err)
+			}
+			all := append([]string{"localhost", "127.0.0.1"}, hosts...)
+			if err := ca.Issue("iggo server", validity, filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), all...); err != nil {
+				return localErr("%v", err)
+			}
+			env.Statusf("Wrote %s/ca.pem, server.pem and server.key for %s", dir, strings.Join(all, ", "))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "certs", "output directory")
+	cmd.Flags().StringArrayVar(&hosts, "host", nil, "IP address or DNS name the certificate is for (repeatable)")
+	cmd.Flags().IntVar(&days, "days", 365, "validity in days")
+	return cmd
 }
