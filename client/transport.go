@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"slices"
-
-	"github.com/coder/websocket"
 
 	"github.com/iggo/iggo/wire"
 )
@@ -83,41 +80,6 @@ func dialTCP(ctx context.Context, addr string, cfg *Config) (net.Conn, error) {
 		return nil, err
 	}
 	return tc, nil
-}
-
-// dialWS opens ws://addr/ (wss:// with cfg.TLS): each request frame goes
-// out as one binary message, replies are read as a byte stream.
-func dialWS(ctx context.Context, addr string, cfg *Config) (net.Conn, error) {
-	scheme := "ws"
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
-			var d net.Dialer
-			nc, err := d.DialContext(ctx, network, a)
-			if tc, ok := nc.(*net.TCPConn); ok {
-				_ = tc.SetNoDelay(true)
-			}
-			return nc, err
-		},
-		ForceAttemptHTTP2: false,
-	}
-	if cfg.TLS != nil {
-		scheme = "wss"
-		tr.TLSClientConfig = tlsFor(cfg, addr)
-	}
-	defer tr.CloseIdleConnections()
-	ws, _, err := websocket.Dial(ctx, scheme+"://"+addr+"/", &websocket.DialOptions{
-		HTTPClient:      &http.Client{Transport: tr},
-		CompressionMode: websocket.CompressionDisabled,
-	})
-	if err != nil {
-		return nil, err
-	}
-	limit := int64(cfg.MaxFrameSize)
-	if limit < wire.HeaderSize {
-		limit = wire.DefaultMaxFrameSize
-	}
-	ws.SetReadLimit(limit)
-	return websocket.NetConn(context.Background(), ws, websocket.MessageBinary), nil
 }
 
 // TLSOptions are the TLS settings of Iggy's SDKs and CLI.
