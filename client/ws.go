@@ -20,7 +20,7 @@ import (
 
 // The WebSocket client (RFC 6455), just what the binary protocol needs:
 // one upgrade request on "/", each Write sent as one masked binary message
-// in one frame (header and payload in one vectored write), and Read
+// in one frame (header and payload in one write), and Read
 // yielding the payload bytes of the server's binary messages as one
 // stream. Pings are answered, a close frame ends the stream; text frames,
 // masked server frames and reserved bits are errors.
@@ -41,12 +41,13 @@ func dialWS(ctx context.Context, addr string, cfg *Config) (net.Conn, error) {
 	if cfg.TLS != nil {
 		tcfg := tlsFor(cfg, addr)
 		tcfg.NextProtos = []string{"http/1.1"}
-		tc := tls.Client(nc, tcfg)
+		cc := &corkConn{Conn: nc}
+		tc := tls.Client(cc, tcfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
 			return nil, err
 		}
-		nc = tc
+		nc = &tlsConn{Conn: tc, cork: cc}
 	}
 	c, err := wsHandshake(ctx, nc, addr)
 	if err != nil {
@@ -177,7 +178,7 @@ func (c *wsConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// frame writes one final frame of opcode op, masked, in one vectored write.
+// frame writes one final frame of opcode op, masked, in one write.
 func (c *wsConn) frame(op byte, p []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -196,13 +197,13 @@ func (c *wsConn) frame(op byte, p []byte) error {
 	var key [4]byte
 	_, _ = rand.Read(key[:])
 	h = append(h, key[:]...)
-	if cap(c.wbuf) < len(p) {
-		c.wbuf = make([]byte, len(p))
+	if need := len(h) + len(p); cap(c.wbuf) < need {
+		c.wbuf = make([]byte, need)
 	}
-	m := c.wbuf[:len(p)]
-	mask(m, p, key)
-	bufs := net.Buffers{h, m}
-	_, err := bufs.WriteTo(c.Conn)
+	f := c.wbuf[:len(h)+len(p)]
+	copy(f, h)
+	mask(f[len(h):], p, key)
+	_, err := c.Conn.Write(f)
 	if cap(c.wbuf) > 16<<20 {
 		c.wbuf = nil // do not keep a huge send buffer
 	}
