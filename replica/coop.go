@@ -199,11 +199,18 @@ func (n *Node) joinInFlight(view *metadata.State, j metadata.JoinConsumerGroup) 
 func (n *Node) startHandoffs() {
 	proposed := map[metadata.CompleteRevocation]time.Time{}
 	timeout := n.cfg.ConsumerGroup.RebalancingTimeout.Duration
+	// A view without pending hand-offs is not walked again: views are
+	// immutable, a new one comes with each metadata commit.
+	var idle *metadata.State
 	n.every(handoffPoll, func() {
 		view := n.store.View()
+		if view == idle {
+			return
+		}
 		pending := view.PendingRevocations()
 		if len(pending) == 0 {
 			clear(proposed)
+			idle = view
 			return
 		}
 		now := time.Now()
