@@ -240,9 +240,10 @@ func TestCLI(t *testing.T) {
 		e.fails(t, exitServer, []string{"does not flush on request"}, "message", "flush", "-f", "cli-msgs", "t", "0")
 
 		// Bad input.
-		e.fails(t, exitServer, []string{"partition 9 not found in topic 't' in stream 'cli-msgs' (Iggy error 3007 PartitionNotFound)"}, "message", "send", "cli-msgs", "t", "-p", "9", "x")
+		// A send to a missing partition is ResourceNotFound, as in Iggy 0.9.
+		e.fails(t, exitServer, []string{"partition 9 not found in topic 't' in stream 'cli-msgs'", "(Iggy error 20 ResourceNotFound)"}, "message", "send", "cli-msgs", "t", "-p", "9", "x")
 		e.fails(t, exitServer, []string{"partition 9 not found"}, "message", "poll", "-f", "cli-msgs", "t", "9")
-		e.fails(t, exitServer, []string{"stream 'nope' not found"}, "message", "send", "nope", "t", "x")
+		e.fails(t, exitServer, []string{"stream 'nope' or topic 't' not found (Iggy error 20 ResourceNotFound)"}, "message", "send", "nope", "t", "x")
 		e.fails(t, exitServer, []string{"topic 'nope' not found in stream 'cli-msgs'"}, "message", "poll", "-f", "cli-msgs", "nope", "0")
 		e.fails(t, exitUsage, []string{"give exactly one of --offset N, --first, --last or --next"}, "message", "poll", "cli-msgs", "t", "0")
 		e.fails(t, exitUsage, []string{"give exactly one of"}, "message", "poll", "-f", "-l", "cli-msgs", "t", "0")
@@ -293,7 +294,7 @@ func TestCLI(t *testing.T) {
 		// client joins (owning all three partitions) and commits; the CLI
 		// reads it by kind and is refused when it tries to move it.
 		mustContain(t, e.ok(t, "o", "get", "billing", "cli-groups", "t", "1", "-k", "consumer-group"), "No offset stored for consumer 'billing'")
-		e.fails(t, exitServer, []string{"only a member of consumer group 'billing' that owns partition 1 may store or delete the group's offset there (Iggy error 5009"},
+		e.fails(t, exitServer, []string{"only a member of it that owns partition 1 may store or delete the group's offset there (Iggy error 20"},
 			"o", "set", "billing", "cli-groups", "t", "1", "2", "-k", "consumer-group")
 		member := srv.Root(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -234,6 +234,15 @@ func phrase(code wire.Code, sub Subject) (string, string) {
 			return "user " + q(sub.User) + "not found", "list users with `iggo user list`"
 		case sub.Token != "":
 			return "personal access token " + q(sub.Token) + "not found", "list tokens with `iggo pat list`"
+		case sub.Consumer != "" && sub.Group != "":
+			// consumer-offset set/delete -k consumer-group: Iggy 0.9 answers
+			// 20 for a missing group and for a caller not owning the
+			// partition alike.
+			return "consumer group " + q(sub.Group) + "not found" + inTopic + ", or only a member of it that owns partition " + sub.Partition + " may store or delete the group's offset there",
+				"the CLI is not a member; the group's consumers commit offsets as they poll (see them with `iggo consumer-offset get -k consumer-group`)"
+		case sub.Partition != "" && sub.Topic != "":
+			return "partition " + q(sub.Partition) + "not found" + inTopic + " (or that topic or stream does not exist)",
+				"see the topic's partitions with `iggo topic get " + orDash(unquote(sub.Stream), "<stream>") + " " + orDash(unquote(sub.Topic), "<topic>") + "`"
 		case sub.Topic != "":
 			return "stream " + q(sub.Stream) + "or topic " + q(sub.Topic) + "not found", "list topics with `iggo topic list " + orDash(unquote(sub.Stream), "<stream>") + "`"
 		}
