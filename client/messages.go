@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -101,7 +103,14 @@ func (c *Client) SendMessagesServerPartitioned(ctx context.Context, stream, topi
 }
 
 func (c *Client) send(ctx context.Context, stream, topic wire.Identifier, p wire.Partitioning, msgs []wire.Message) (wire.SendConfirmations, error) {
-	payload, err := c.call(ctx, &wire.SendMessages{StreamID: stream, TopicID: topic, Partitioning: p, Messages: msgs})
+	req := &wire.SendMessages{StreamID: stream, TopicID: topic, Partitioning: p, Messages: msgs}
+	var payload []byte
+	var err error
+	if c.cfg.AtLeastOnceSends {
+		payload, err = c.call(ctx, req)
+	} else {
+		payload, err = c.sendOnce(ctx, req)
+	}
 	if err != nil {
 		if wire.HasCode(err, wire.CodePartitionNotFound) {
 			c.topics.invalidate(stream, topic)
@@ -117,6 +126,83 @@ func (c *Client) send(ctx context.Context, stream, topic wire.Identifier, p wire
 	}
 	return conf, nil
 }
+
+// ErrOutcomeUnknown wraps the error of a send whose outcome the client
+// cannot learn: an attempt may have been applied (its reply was lost) and
+// the partition no longer knows the producer (its entry was evicted, or
+// superseded), so a retry was refused rather than risk a duplicate. The
+// batch is in the partition at most once.
+var ErrOutcomeUnknown = errors.New("client: send outcome unknown (applied at most once)")
+
+// sendOnce sends req with the next producer request number, and retries it
+// with the same identity after reconnects, failovers and transient
+// refusals until the context ends. A refusal by the partition's producer
+// table (InvalidSession) of a send that surely did not apply renews the
+// identity with the current login and sends again; after an attempt whose
+// outcome was lost it is ErrOutcomeUnknown.
+func (c *Client) sendOnce(ctx context.Context, req *wire.SendMessages) ([]byte, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	st := &stampState{}
+	for renewals := 0; ; renewals++ {
+		c.mu.Lock()
+		if c.prod.id.IsZero() {
+			c.mu.Unlock()
+			return c.call(ctx, req) // not logged in yet: the call refuses or logs in
+		}
+		c.prod.request++
+		st.prod = c.prod
+		st.stamped = false
+		c.mu.Unlock()
+		payload, err := c.callAs(ctx, req, 0, st)
+		if !wire.HasCode(err, wire.CodeInvalidSession) && !wire.HasCode(err, wire.CodeRequestAlreadyApplied) {
+			if err == nil {
+				c.retried(st)
+			}
+			return payload, err
+		}
+		if st.lost || renewals > 0 || wire.HasCode(err, wire.CodeRequestAlreadyApplied) {
+			return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		}
+		// Nothing was applied: a fresh identity from a newer login (the
+		// partition refuses sessions at or below its eviction floor, and
+		// a new login's session is above every session it has seen).
+		if err := c.renewProducer(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// renewProducer logs in again (a new connection, client id and session)
+// and makes that login the producer identity.
+func (c *Client) renewProducer(ctx context.Context) error {
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
+	c.mu.Lock()
+	old := c.prod
+	c.mu.Unlock()
+	if err := c.reconnectLocked(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.sess.bound || c.sess.id <= old.session {
+		return wire.Errorf(wire.CodeInvalidSession, "no login newer than producer session %d", old.session)
+	}
+	c.prod = producer{id: c.sess.client, session: c.sess.id}
+	return nil
+}
+
+// retried counts sends that needed more than one attempt.
+func (c *Client) retried(st *stampState) {
+	if st.lost {
+		c.retriedSends.Add(1)
+	}
+}
+
+// RetriedSends is how many sends with a producer identity lost an
+// attempt's outcome and were confirmed by a retry with the same identity.
+func (c *Client) RetriedSends() uint64 { return c.retriedSends.Load() }
 
 func (c *Client) partitionsCount(ctx context.Context, stream, topic wire.Identifier) (uint32, error) {
 	if n, ok := c.topics.count(stream, topic); ok {
