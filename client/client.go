@@ -131,8 +131,8 @@ type Client struct {
 	// (the partition answers an older one RequestAlreadyApplied).
 	sendMu sync.Mutex
 	// prod is the producer identity (guarded by mu): the client id and
-	// session of the first login, kept across reconnects and re-logins,
-	// and the last producer request number used.
+	// session of the first login (or Config.Producer), kept across
+	// reconnects and re-logins, and the last producer request number used.
 	prod producer
 	// retriedSends counts sends confirmed after a lost attempt.
 	retriedSends atomic.Uint64
@@ -144,6 +144,33 @@ type producer struct {
 	id      wire.Uint128
 	session uint64
 	request uint64
+	// pending is the request number of the last send if it failed with its
+	// outcome unknown (0: none), pendingSum the XXH3-64 of its body.
+	pending, pendingSum uint64
+}
+
+// Producer is a client's producer identity, for a new Client that must
+// continue it (Config.Producer): a process that restarts, or replaces its
+// Client, and then sends again a batch whose outcome was unknown gets it
+// applied at most once. It belongs to the user that logged in.
+type Producer struct {
+	ID      wire.Uint128
+	Session uint64
+	// Request is the last producer request number used.
+	Request uint64
+	// Pending is the request number of the last send if it failed with an
+	// unknown outcome (0: none) and PendingSum the XXH3-64 of its body:
+	// the next SendMessages with that very body (same messages, ids,
+	// timestamps and partition) reuses the number.
+	Pending, PendingSum uint64
+}
+
+// Producer returns the producer identity (zero before the first login).
+func (c *Client) Producer() Producer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.prod
+	return Producer{ID: p.id, Session: p.session, Request: p.request, Pending: p.pending, PendingSum: p.pendingSum}
 }
 
 // New returns an unconnected client.
@@ -157,6 +184,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.sess.reset()
 	c.addr = cfg.Addresses[0]
+	if p := cfg.Producer; p != nil && !p.ID.IsZero() {
+		c.prod = producer{id: p.ID, session: p.Session, request: p.Request, pending: p.Pending, pendingSum: p.PendingSum}
+	}
 	switch {
 	case cfg.Token != "":
 		c.creds = &credentials{token: cfg.Token}
@@ -869,9 +899,9 @@ func (c *Client) callAs(ctx context.Context, req wire.Request, extra time.Durati
 	}
 	ctx, cancel := c.budgetPlus(ctx, extra)
 	defer cancel()
-	st := stampState{waiting: extra > 0}
-	if st0 != nil {
-		st = *st0
+	st := st0
+	if st == nil {
+		st = &stampState{waiting: extra > 0}
 	}
 	idempotent := !st.prod.id.IsZero()
 	recoveries := 0
@@ -880,11 +910,8 @@ func (c *Client) callAs(ctx context.Context, req wire.Request, extra time.Durati
 		c.mu.Lock()
 		gen := c.gen
 		c.mu.Unlock()
-		payload, err := c.roundTrip(ctx, code, op, frame, &st)
+		payload, err := c.roundTrip(ctx, code, op, frame, st)
 		c.connMu.RUnlock()
-		if st0 != nil {
-			st0.lost = st0.lost || st.lost
-		}
 		if err == nil {
 			return payload, nil
 		}

@@ -1062,3 +1062,55 @@ func TestSendRefusedIdentity(t *testing.T) {
 		t.Fatalf("identities %+v", sends)
 	}
 }
+
+// A send whose outcome was left unknown is retried by sending the same
+// batch again — on the same Client or on a new one given Producer() — with
+// the same producer request number; a different batch abandons it.
+func TestUnknownSendRetriedBySameBatch(t *testing.T) {
+	s := newFakeServer(t)
+	var drops atomic.Int32
+	s.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) ([]byte, bool) {
+		if h.Code == wire.CmdSendMessages && drops.Add(-1) >= 0 {
+			return dropConnection, true
+		}
+		return nil, false
+	})
+	cfg := testConfig(s.addr)
+	cfg.Reconnect.Enabled = false
+	c := dial(t, cfg)
+	x := ctx(t)
+	a, _ := NewMessage([]byte("a"))
+	b, _ := NewMessage([]byte("b"))
+	drops.Store(1)
+	if _, err := c.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{a}); err == nil {
+		t.Fatal("a send with a dropped reply and no reconnect succeeded")
+	}
+	p := c.Producer()
+	if p.Pending != p.Request || p.Pending == 0 {
+		t.Fatalf("producer after an unknown outcome %+v", p)
+	}
+	c.Close()
+	cfg.Producer = &p
+	c2 := dial(t, cfg)
+	if _, err := c2.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{a}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{b}); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []uint64
+	for _, r := range s.recorded() {
+		if r.header.Code == wire.CmdSendMessages {
+			if r.header.Producer != p.ID {
+				t.Fatal("the new client sent under another producer")
+			}
+			reqs = append(reqs, r.header.ProducerRequest)
+		}
+	}
+	if len(reqs) != 3 || reqs[0] != reqs[1] || reqs[2] != reqs[1]+1 {
+		t.Fatalf("producer request numbers %v, want [n n n+1]", reqs)
+	}
+	if c2.RetriedSends() != 1 {
+		t.Fatalf("RetriedSends %d", c2.RetriedSends())
+	}
+}

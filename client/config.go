@@ -33,6 +33,10 @@ type Config struct {
 	// By default every send carries the identity and is retried until the
 	// call's deadline, applied at most once (see the package doc).
 	AtLeastOnceSends bool
+	// Producer, when set, continues that producer identity (from
+	// Client.Producer of an earlier Client of the same user) instead of
+	// starting one at the first login.
+	Producer *Producer
 
 	// SDKName and SDKVersion are sent in the login's version prefix.
 	SDKName    string

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zeebo/xxh3"
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/wire"
@@ -144,17 +145,43 @@ func (c *Client) sendOnce(ctx context.Context, req *wire.SendMessages) ([]byte, 
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	st := &stampState{}
+	var sum uint64
 	for renewals := 0; ; renewals++ {
 		c.mu.Lock()
 		if c.prod.id.IsZero() {
 			c.mu.Unlock()
 			return c.call(ctx, req) // not logged in yet: the call refuses or logs in
 		}
-		c.prod.request++
-		st.prod = c.prod
-		st.stamped = false
+		reuse := false
+		if c.prod.pending != 0 && renewals == 0 {
+			// The last send's outcome is unknown: the same batch again is
+			// its retry, anything else abandons it.
+			pending, want := c.prod.pending, c.prod.pendingSum
+			c.mu.Unlock()
+			sum = bodySum(req)
+			c.mu.Lock()
+			reuse = sum == want && pending == c.prod.request
+			c.prod.pending = 0
+		}
+		if !reuse {
+			c.prod.request++
+		}
+		st.prod = producer{id: c.prod.id, session: c.prod.session, request: c.prod.request}
+		st.stamped, st.written, st.lost = false, false, reuse
 		c.mu.Unlock()
 		payload, err := c.callAs(ctx, req, 0, st)
+		if err != nil && st.written && (st.lost || !isServerError(err)) {
+			// It may have been applied: remember it, so that sending the
+			// same batch again is a retry.
+			if sum == 0 {
+				sum = bodySum(req)
+			}
+			c.mu.Lock()
+			if c.prod.request == st.prod.request && c.prod.id == st.prod.id {
+				c.prod.pending, c.prod.pendingSum = st.prod.request, sum
+			}
+			c.mu.Unlock()
+		}
 		if !wire.HasCode(err, wire.CodeInvalidSession) && !wire.HasCode(err, wire.CodeRequestAlreadyApplied) {
 			if err == nil {
 				c.retried(st)
@@ -171,6 +198,22 @@ func (c *Client) sendOnce(ctx context.Context, req *wire.SendMessages) ([]byte, 
 			return nil, err
 		}
 	}
+}
+
+// bodySum is the XXH3-64 of a send's body (how a retry is recognised).
+func bodySum(req *wire.SendMessages) uint64 {
+	b, err := req.AppendBody(nil)
+	if err != nil {
+		return 0
+	}
+	return xxh3.Hash(b) | 1 // never 0
+}
+
+// isServerError reports an answer of the server (a status or result code)
+// rather than a broken or abandoned exchange.
+func isServerError(err error) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }
 
 // renewProducer logs in again (a new connection, client id and session)
