@@ -128,7 +128,7 @@ func (t *clientTable) evictOldest() {
 		}
 	}
 	delete(t.m, victim.client)
-	if t.dedup {
+	if t.dedup && !mutationDedupForgetFloor() {
 		t.floor = max(t.floor, victim.session)
 	}
 }
@@ -169,7 +169,7 @@ func (t *clientTable) checkDedup(client Checksum, sess, req uint64, user uint32)
 		return dedupRefused, EvictSessionError, e
 	case sess < e.session:
 		return dedupRefused, EvictSessionTooLow, e
-	case sess > e.session || req > e.request:
+	case sess > e.session || req > e.request || (req == e.request && mutationDedupReapply()):
 		return dedupApply, EvictNone, e
 	case req == e.request:
 		return dedupCached, EvictNone, e
@@ -309,6 +309,9 @@ func (r *Replica) inflight(req *Request) bool {
 // entries are always owned; an empty encoding is an empty table with floor
 // 0 (what a partition checkpoint written before producer tables holds).
 func (t *clientTable) encode() []byte {
+	if t.dedup && mutationDedupDropTable() && (len(t.m) > 0 || t.floor > 0) {
+		return newDedupTable(t.max).encode()
+	}
 	keys := make([]Checksum, 0, len(t.m))
 	size := 4
 	for k, e := range t.m {
