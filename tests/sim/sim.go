@@ -105,9 +105,9 @@ type reqKey struct {
 }
 
 type group struct {
-	idx       int
-	id        uint64
-	sessions  bool
+	idx      int
+	id       uint64
+	sessions bool
 	// dedup: a partition-like group with a producer table (vsr
 	// Config.Dedup): no Register, clients choose their sessions.
 	dedup     bool
