@@ -39,9 +39,10 @@ type Summary struct {
 	LivenessOK  int
 	FinalRounds int
 	// ClientRetriedSends counts sends the clients confirmed after losing
-	// an attempt's outcome, retrying inside one call (same producer
-	// identity); Result.Stats.RetriedSends counts batches retried as
-	// further recorded operations.
+	// an attempt's outcome (a retry with the same producer identity, in
+	// the same call or as the same batch sent again);
+	// Result.Stats.RetriedSends counts batches retried as further recorded
+	// operations.
 	ClientRetriedSends uint64
 	// WorkDir holds the history, node logs and data; it is removed after a
 	// passing run without fault errors unless Options.Keep. HistoryPath is the history file in
@@ -274,6 +275,9 @@ type Totals struct {
 	ClientRetriedSends               uint64
 	UnknownLanded                    int
 	Duplicates, RetryMismatch, Other int
+	// LandedTwice counts logical messages stored under two attempts (a
+	// Duplicate violation, except in AtLeastOnce runs where it is allowed).
+	LandedTwice int
 }
 
 // Sum adds up a campaign's summaries.
@@ -297,6 +301,7 @@ func Sum(sums []Summary) Totals {
 		t.MsgFailed += st.MsgFailed
 		t.UnknownLanded += st.UnknownPresent
 		t.RetriedSends += st.RetriedSends
+		t.LandedTwice += st.RetriedLogical
 		t.ClientRetriedSends += s.ClientRetriedSends
 		for c, n := range s.Result.Counts {
 			switch c {
@@ -321,8 +326,8 @@ func (t Totals) Print(w io.Writer) {
 	fmt.Fprintf(w, "== campaign: %d schedules run, %d invalid\n", t.Runs, t.Invalid)
 	fmt.Fprintf(w, "faults injected: %d (%s)\n", t.FaultTotal, strings.Join(fs, " "))
 	fmt.Fprintf(w, "messages: %d acknowledged, %d unknown outcome (%d of them landed), %d failed\n", t.MsgAcked, t.MsgUnknown, t.UnknownLanded, t.MsgFailed)
-	fmt.Fprintf(w, "retried sends: %d as further operations, %d inside the client\n", t.RetriedSends, t.ClientRetriedSends)
-	fmt.Fprintf(w, "duplicates: %d; retry mismatches: %d; other violations: %d\n", t.Duplicates, t.RetryMismatch, t.Other)
+	fmt.Fprintf(w, "retried sends: %d batches sent again with the same identity, %d sends confirmed by a retry\n", t.RetriedSends, t.ClientRetriedSends)
+	fmt.Fprintf(w, "duplicates: %d; retry mismatches: %d; logical messages stored twice: %d; other violations: %d\n", t.Duplicates, t.RetryMismatch, t.LandedTwice, t.Other)
 }
 
 // CheckFile re-checks a saved history and writes the report to out.
