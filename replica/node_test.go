@@ -3,7 +3,10 @@ package replica
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -292,4 +295,51 @@ func TestPollAfterPurgeSeesNothing(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestHTTPConnectionsCountAgainstConnectionsMax: open HTTP connections
+// hold message_bus.connections_max slots like binary ones, so sockets
+// opened on the HTTP port cannot take the node past its descriptor budget;
+// closing them gives the slots back.
+func TestHTTPConnectionsCountAgainstConnectionsMax(t *testing.T) {
+	limit := 2
+	n := startNodeWith(t, func(c *config.Config) {
+		c.MessageBus.ConnectionsMax = &limit
+		c.HTTP.Enabled = true
+		c.HTTP.Address = "127.0.0.1:0"
+	})
+	var held []net.Conn
+	for range limit {
+		hc, err := net.Dial("tcp", n.HTTPAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, hc)
+		defer hc.Close()
+	}
+	eventually(t, 30*time.Second, "HTTP connections admitted", func() error {
+		if total, per, _ := n.admission.Counts(); total != limit || per["http"] != limit {
+			return fmt.Errorf("admitted %d (%v)", total, per)
+		}
+		return nil
+	})
+	bc, err := net.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	_ = bc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if k, err := bc.Read(make([]byte, 1)); k != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("binary connection past the cap: read %d %v, want it closed", k, err)
+	}
+	for _, hc := range held {
+		hc.Close()
+	}
+	eventually(t, 30*time.Second, "slots given back", func() error {
+		if total, _, _ := n.admission.Counts(); total != 0 {
+			return fmt.Errorf("%d still admitted", total)
+		}
+		return nil
+	})
+	dial(t, n) // a binary client gets in again
 }
