@@ -191,9 +191,7 @@ func (c *Client) sendOnce(ctx context.Context, req *wire.SendMessages) ([]byte, 
 		if st.lost || renewals > 0 || wire.HasCode(err, wire.CodeRequestAlreadyApplied) {
 			return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 		}
-		// Nothing was applied: a fresh identity from a newer login (the
-		// partition refuses sessions at or below its eviction floor, and
-		// a new login's session is above every session it has seen).
+		// Nothing was applied: a fresh identity from a new login.
 		if err := c.renewProducer(ctx); err != nil {
 			return nil, err
 		}
@@ -229,8 +227,11 @@ func (c *Client) renewProducer(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.sess.bound || c.sess.id <= old.session {
-		return wire.Errorf(wire.CodeInvalidSession, "no login newer than producer session %d", old.session)
+	// The new login's client id has no entry in any producer table, and
+	// its session (the op of this login) is above every session a table
+	// has evicted, which the server bounds by the ops it has applied.
+	if !c.sess.bound || c.sess.client == old.id {
+		return wire.Errorf(wire.CodeInvalidSession, "no new login to renew producer %v", old.id)
 	}
 	c.prod = producer{id: c.sess.client, session: c.sess.id}
 	return nil
