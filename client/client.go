@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -464,29 +463,12 @@ func (c *Client) candidatesLocked() []string {
 // connectLocked dials addr and, when credentials are known and the caller
 // has not logged out, registers. connMu must be held for writing.
 func (c *Client) connectLocked(ctx context.Context, addr string) error {
-	d := net.Dialer{Timeout: c.cfg.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := c.dial(ctx, addr)
 	if err != nil {
+		if errors.Is(err, ErrTransportNotBuilt) {
+			return err
+		}
 		return &ConnError{Addr: addr, Op: "dial", Err: err}
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true) // lockstep frames must not wait for Nagle
-	}
-	if c.cfg.TLS != nil {
-		cfg := c.cfg.TLS.Clone()
-		if cfg.ServerName == "" {
-			host, _, _ := net.SplitHostPort(addr)
-			cfg.ServerName = host
-		}
-		tc := tls.Client(nc, cfg)
-		hctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
-		err := tc.HandshakeContext(hctx)
-		cancel()
-		if err != nil {
-			nc.Close()
-			return &ConnError{Addr: addr, Op: "dial", Err: err}
-		}
-		nc = tc
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -562,7 +544,7 @@ func (c *Client) settleOnLeaderLocked(ctx context.Context) error {
 			c.log.Debug("cluster metadata undecodable; staying", zap.Error(err))
 			return nil
 		}
-		healthy, leader := rosterLeader(md, unreachable)
+		healthy, leader := rosterLeader(md, unreachable, c.cfg.portOf)
 		c.mu.Lock()
 		if len(healthy) > 0 {
 			c.known = healthy
@@ -610,12 +592,12 @@ func (c *Client) settleOnLeaderLocked(ctx context.Context) error {
 
 // rosterLeader returns the healthy nodes' addresses and the first healthy
 // leader among them that is not in skip.
-func rosterLeader(md wire.ClusterMetadata, skip []string) (healthy []string, leader string) {
+func rosterLeader(md wire.ClusterMetadata, skip []string, portOf func(wire.ClusterNode) uint16) (healthy []string, leader string) {
 	for _, n := range md.Nodes {
 		if n.Status != wire.NodeHealthy {
 			continue
 		}
-		a := net.JoinHostPort(n.IP, strconv.Itoa(int(n.TCPPort)))
+		a := net.JoinHostPort(n.IP, strconv.Itoa(int(portOf(n))))
 		healthy = append(healthy, a)
 		if leader == "" && n.Role == wire.RoleLeader && !slices.ContainsFunc(skip, func(s string) bool { return sameAddress(s, a) }) {
 			leader = a

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,7 +19,12 @@ type Config struct {
 	// reachable one is used; healthy nodes of the cluster roster are added
 	// as further reconnect candidates.
 	Addresses []string
-	// TLS enables TLS when non-nil (ServerName defaults to the dialed host).
+	// Transport is how to reach the servers: TransportTCP (the default when
+	// empty), TransportWS, or TransportQUIC when built in. Roster addresses
+	// (leader redirection) use that transport's port.
+	Transport string
+	// TLS enables TLS when non-nil (ServerName defaults to the dialed host):
+	// TCP with TLS, or WSS for TransportWS. TLSOptions builds one.
 	TLS *tls.Config
 
 	// Credentials used by Connect and by re-login after a reconnect. Either
@@ -136,6 +142,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	check(len(c.Addresses) > 0, "client config: no server address")
+	_, known := dialers[c.Transport]
+	check(c.Transport == "" || known, "client config: transport %q is not built into this binary (have %s)", c.Transport, strings.Join(Transports(), ", "))
 	check(c.Token == "" || c.Username == "", "client config: set either Username or Token, not both")
 	check(len(c.SDKName) >= 1 && len(c.SDKName) <= 255, "client config: SDKName must be 1..255 bytes")
 	check(len(c.SDKVersion) >= 1 && len(c.SDKVersion) <= 255, "client config: SDKVersion must be 1..255 bytes")

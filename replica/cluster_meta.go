@@ -63,6 +63,14 @@ func (n *Node) clusterMetadata(client string) wire.ClusterMetadata {
 			}
 		}
 	}
+	if n.cfg.WebSocket.Enabled {
+		// Likewise the WebSocket port (ws or wss, as websocket.tls says).
+		for i, rn := range n.cfg.Cluster.Nodes {
+			if i < len(m.Nodes) && rn.Ports.WebSocket != nil {
+				m.Nodes[i].WSPort = *rn.Ports.WebSocket
+			}
+		}
+	}
 	return m
 }
 
@@ -87,14 +95,19 @@ func (n *Node) singleNodeMetadata() wire.ClusterMetadata {
 		_, hp, _ := net.SplitHostPort(n.httpBound)
 		httpPort, _ = strconv.Atoi(hp)
 	}
+	var wsPort int
+	if n.wsBound != "" {
+		_, wp, _ := net.SplitHostPort(n.wsBound)
+		wsPort, _ = strconv.Atoi(wp)
+	}
 	return wire.ClusterMetadata{Name: n.cfg.Cluster.Name, Nodes: []wire.ClusterNode{{
-		Name: name, IP: host, TCPPort: uint16(p), HTTPPort: uint16(httpPort), Role: wire.RoleLeader, Status: wire.NodeHealthy}}}
+		Name: name, IP: host, TCPPort: uint16(p), HTTPPort: uint16(httpPort), WSPort: uint16(wsPort), Role: wire.RoleLeader, Status: wire.NodeHealthy}}}
 }
 
 // rosterReply builds the clustered answer: every roster node in roster
 // order, its client host chosen for the client (config.ClientHost) with its
-// roster tcp port (iggo serves no other transport, so the quic, http and
-// websocket ports are 0), role leader for the metadata group's primary and
+// roster tcp port (clusterMetadata adds the http and websocket ports of
+// the transports enabled; the others stay 0), role leader for the metadata group's primary and
 // follower otherwise, and a status from gossip liveness.
 //
 // The leader is the primary of the highest view known: this node's own

@@ -34,6 +34,7 @@ import (
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/replica/ratelog"
+	"github.com/iggo/iggo/replica/transport"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -152,7 +153,11 @@ type Node struct {
 
 	dirLock *datadir.Lock
 	ln      net.Listener
-	handoff *shard.RoundRobin
+	// listeners are the client transports bound (listeners.go); ln is
+	// the tcp one's socket.
+	listeners []transport.Listener
+	wsBound   string
+	handoff   *shard.RoundRobin
 	// Client intake (intake.go): admission, budgets and frame limits, the
 	// login guard and the rate-limited client log.
 	admission    *intake.Admission
@@ -347,7 +352,7 @@ func (n *Node) Start() (err error) {
 				_ = n.plane.Close()
 			}
 			n.stopHTTP()
-			_ = n.ln.Close()
+			n.closeClientListeners()
 		}
 		n.releaseDataDir()
 	}()
@@ -891,43 +896,16 @@ func (n *Node) serve() error {
 	if err := n.serveHTTP(); err != nil {
 		return err
 	}
-	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound,
+	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound, WebSocket: n.wsBound,
 		MetricsOpen: n.metricsBound, ReplicaID: n.opts.ReplicaID}); err != nil {
 		n.stopHTTP()
 		return err
 	}
-	n.bg.Add(1)
-	go n.acceptLoop()
-	return nil
-}
-
-// acceptLoop runs on the listener's goroutine on behalf of shard 0: each
-// accepted connection goes to serveClient before a byte is read. Failed
-// accepts (out of descriptors, above all) back off instead of spinning.
-func (n *Node) acceptLoop() {
-	defer n.bg.Done()
-	bo := intake.AcceptBackoff{Min: acceptBackoffLo, Max: acceptBackoffHi}
-	for {
-		c, err := n.ln.Accept()
-		if err != nil {
-			if n.stopping.Load() {
-				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if !n.acceptFailed(&bo, transportTCP, err) {
-				return
-			}
-			continue
-		}
-		bo.Succeeded()
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		n.serveClient(transportTCP, c)
+	for _, l := range n.listeners {
+		n.bg.Add(1)
+		go n.acceptLoop(l)
 	}
+	return nil
 }
 
 // startBackground starts the periodic work: retention and PAT expiry.
@@ -995,9 +973,7 @@ func (n *Node) Close() error {
 		close(n.stop)
 		n.stopGossip() // first, so the others see this node leave rather than fail
 		n.stopHTTP()
-		if n.ln != nil {
-			_ = n.ln.Close()
-		}
+		n.closeClientListeners()
 		n.clients.closeAll()
 		n.bg.Wait()
 		if n.plane != nil {

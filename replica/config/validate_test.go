@@ -84,7 +84,7 @@ func TestUnavailableTransportsRefusedOnly(t *testing.T) {
 			t.Errorf("unexpected problem %s", p)
 		}
 	}
-	for _, k := range []string{"quic.enabled", "websocket.enabled", "telemetry.enabled"} {
+	for _, k := range []string{"quic.enabled", "telemetry.enabled"} {
 		if !got[k] {
 			t.Errorf("%s = true not refused: %v", k, ve)
 		}

@@ -170,6 +170,8 @@ type Server struct {
 	Password string
 	Token    string
 	TLS      *tls.Config
+	// Transport is the client transport (client.TransportTCP when empty).
+	Transport string
 }
 
 // Params are a benchmark's parameters.
@@ -394,3 +396,21 @@ const TopicName = "topic-1"
 
 // GroupName is the consumer group of group kinds in stream i.
 func GroupName(i int) string { return "bench-cg-" + strconv.Itoa(i) }
+
+// TransportName names the transport in reports: tcp, tcp-tls, ws, wss or
+// quic.
+func (s Server) TransportName() string {
+	t := s.Transport
+	if t == "" {
+		t = "tcp"
+	}
+	if s.TLS != nil {
+		switch t {
+		case "tcp":
+			return "tcp-tls"
+		case "ws":
+			return "wss"
+		}
+	}
+	return t
+}

@@ -235,6 +235,7 @@ func clientConfig(p *Params) client.Config {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{p.Server.Address}
 	cfg.TLS = p.Server.TLS
+	cfg.Transport = p.Server.Transport
 	cfg.Username, cfg.Password, cfg.Token = p.Server.Username, p.Server.Password, p.Server.Token
 	if cfg.Token != "" {
 		cfg.Username, cfg.Password = "", ""
