@@ -188,25 +188,11 @@ func (g *group) forwardFailed(token uint64) {
 }
 
 // expireForwards answers forwarded requests the primary did not answer in
-// time. A partition request's outcome is then unknown (the primary may have
-// committed it before it went quiet) and the partition plane keeps no
-// session table that would make a replay safe: it is answered TaskTimeout,
-// which the client reports instead of replaying (a metadata request is
-// answered TransientNotAccepted: its session table answers a replay).
+// time.
 func (g *group) expireForwards() {
 	for tok, deadline := range g.fwd {
-		if g.ticks < deadline {
-			continue
-		}
-		if g.id == vsr.MetadataGroup {
+		if g.ticks >= deadline {
 			g.forwardFailed(tok)
-			continue
-		}
-		delete(g.fwd, tok)
-		if t, ok := g.waiting[tok]; ok {
-			delete(g.waiting, tok)
-			t.status = uint32(wire.CodeTaskTimeout)
-			g.sh.deliverTask(t)
 		}
 	}
 }
