@@ -54,6 +54,15 @@ func (n *Node) clusterMetadata(client string) wire.ClusterMetadata {
 		}
 	}
 	m := rosterReply(n.cfg.Cluster.Name, n.cfg.Cluster.Nodes, uint8(n.opts.ReplicaID), peer, n.metadataLeadership(), members)
+	if n.cfg.QUIC.Enabled {
+		// QUIC clients are sent to the roster's ports.quic (validation
+		// requires one for every node when quic.enabled).
+		for i, rn := range n.cfg.Cluster.Nodes {
+			if i < len(m.Nodes) && rn.Ports.QUIC != nil {
+				m.Nodes[i].QUICPort = *rn.Ports.QUIC
+			}
+		}
+	}
 	if n.cfg.HTTP.Enabled {
 		// The HTTP API's port is the roster's (the same on every node's
 		// configuration), advertised like the tcp one.
@@ -88,13 +97,13 @@ func (n *Node) singleNodeMetadata() wire.ClusterMetadata {
 		httpPort, _ = strconv.Atoi(hp)
 	}
 	return wire.ClusterMetadata{Name: n.cfg.Cluster.Name, Nodes: []wire.ClusterNode{{
-		Name: name, IP: host, TCPPort: uint16(p), HTTPPort: uint16(httpPort), Role: wire.RoleLeader, Status: wire.NodeHealthy}}}
+		Name: name, IP: host, TCPPort: uint16(p), QUICPort: n.quicPort(), HTTPPort: uint16(httpPort), Role: wire.RoleLeader, Status: wire.NodeHealthy}}}
 }
 
 // rosterReply builds the clustered answer: every roster node in roster
 // order, its client host chosen for the client (config.ClientHost) with its
-// roster tcp port (iggo serves no other transport, so the quic, http and
-// websocket ports are 0), role leader for the metadata group's primary and
+// roster tcp port (clusterMetadata adds the quic and http ports of the
+// transports served; websocket is 0), role leader for the metadata group's primary and
 // follower otherwise, and a status from gossip liveness.
 //
 // The leader is the primary of the highest view known: this node's own

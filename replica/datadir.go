@@ -72,16 +72,23 @@ func (n *Node) bindListeners() error {
 		_ = ln.Close()
 		return err
 	}
+	if err := n.bindQUIC(); err != nil {
+		n.closeHTTPListeners()
+		_ = ln.Close()
+		return err
+	}
 	if !n.clustered() {
 		return nil
 	}
 	if err := n.newPlane(); err != nil {
+		n.closeQUIC()
 		n.closeHTTPListeners()
 		_ = ln.Close()
 		return err
 	}
 	if err := n.plane.Bind(); err != nil {
 		_ = n.plane.Close()
+		n.closeQUIC()
 		n.closeHTTPListeners()
 		_ = ln.Close()
 		return err

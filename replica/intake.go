@@ -13,6 +13,7 @@ import (
 	"github.com/iggo/iggo/replica/intake"
 	"github.com/iggo/iggo/replica/loginguard"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/transport"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -106,7 +107,10 @@ func (n *Node) serveClient(transport string, nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
-	k := n.handoff.Next()
+	k := 0 // QUIC stays on shard 0, where its endpoint is
+	if transport != transportQUIC {
+		k = n.handoff.Next()
+	}
 	cn := newConn(n, k, nc, transport, ticket)
 	if err := n.rt.Send(k, &task{kind: tkConn, conn: cn}); err != nil {
 		// A full inbox refuses the hand-off; the client reconnects.
@@ -149,6 +153,7 @@ func (c *conn) readFailed(err error) bool {
 		fe *wire.FrameSizeError
 		le *intake.LimitError
 		te *intake.TimeoutError
+		se *transport.StreamError
 	)
 	switch {
 	case errors.As(err, &le) && le.Answerable:
@@ -173,6 +178,8 @@ func (c *conn) readFailed(err error) bool {
 			"body": intake.KeyFrameBodyTimeout}[te.Phase]
 		c.n.clientLog.Info(evFrameRefused+":"+key, "closing connection: read deadline passed", c.fields(zap.String("limit", key),
 			zap.Duration("value", te.After), zap.Int("bytes", te.Got))...)
+	case errors.As(err, &se):
+		c.n.clientLog.Info(evFrameRefused+":quic-stream", "closing connection: "+se.Reason, c.fields()...)
 	case errors.As(err, &fe):
 		c.n.clientLog.Info(evFrameRefused, "closing connection: frame size out of range", c.fields(zap.String("limit", "message_bus.max_message_size"),
 			zap.Uint32("max", fe.Max), zap.Uint32("size", fe.Size))...)

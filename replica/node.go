@@ -35,6 +35,7 @@ import (
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/replica/ratelog"
+	"github.com/iggo/iggo/replica/transport"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -79,6 +80,9 @@ type Options struct {
 	// HTTPListener, when set, is adopted instead of binding http.address
 	// (with http.enabled).
 	HTTPListener net.Listener
+	// QUICPacketConn, when set with quic.enabled, is the UDP socket the
+	// QUIC endpoint adopts instead of binding quic.address.
+	QUICPacketConn net.PacketConn
 	// DataDir, when set, is the lock of Config.Path already taken
 	// (LockDataDir); the node owns it from Start on and releases it in
 	// Close. Nil: Start takes it.
@@ -166,6 +170,9 @@ type Node struct {
 	// The HTTP API's listeners (bindHTTP) and bound addresses.
 	httpLn, metricsLn       net.Listener
 	httpBound, metricsBound string
+	// The QUIC endpoint (quic.go) and its bound address.
+	quicLn    *transport.QUICListener
+	quicBound string
 
 	clients clientRegistry
 	audit   *audit.Log
@@ -348,6 +355,7 @@ func (n *Node) Start() (err error) {
 				_ = n.plane.Close()
 			}
 			n.stopHTTP()
+			n.closeQUIC()
 			_ = n.ln.Close()
 		}
 		n.releaseDataDir()
@@ -882,24 +890,30 @@ func (n *Node) serve() error {
 	if err := n.serveHTTP(); err != nil {
 		return err
 	}
-	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound,
+	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound, QUIC: n.quicBound,
 		MetricsOpen: n.metricsBound, ReplicaID: n.opts.ReplicaID}); err != nil {
 		n.stopHTTP()
 		return err
 	}
 	n.bg.Add(1)
-	go n.acceptLoop()
+	go n.acceptLoop(n.ln, transportTCP)
+	if n.quicLn != nil {
+		n.bg.Add(1)
+		go n.acceptLoop(n.quicLn, transportQUIC)
+		n.log.Info("quic listening", zap.String("address", n.quicBound))
+	}
 	return nil
 }
 
 // acceptLoop runs on the listener's goroutine on behalf of shard 0: each
-// accepted connection goes to serveClient before a byte is read. Failed
-// accepts (out of descriptors, above all) back off instead of spinning.
-func (n *Node) acceptLoop() {
+// connection ln accepts goes to serveClient as transport before a byte is
+// read. Failed accepts (out of descriptors, above all) back off instead of
+// spinning.
+func (n *Node) acceptLoop(ln net.Listener, transport string) {
 	defer n.bg.Done()
 	bo := intake.AcceptBackoff{Min: acceptBackoffLo, Max: acceptBackoffHi}
 	for {
-		c, err := n.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if n.stopping.Load() {
 				return
@@ -908,7 +922,7 @@ func (n *Node) acceptLoop() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			if !n.acceptFailed(&bo, transportTCP, err) {
+			if !n.acceptFailed(&bo, transport, err) {
 				return
 			}
 			continue
@@ -917,7 +931,7 @@ func (n *Node) acceptLoop() {
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		n.serveClient(transportTCP, c)
+		n.serveClient(transport, c)
 	}
 }
 
@@ -989,6 +1003,7 @@ func (n *Node) Close() error {
 		if n.ln != nil {
 			_ = n.ln.Close()
 		}
+		n.closeQUIC()
 		n.clients.closeAll()
 		n.bg.Wait()
 		if n.plane != nil {

@@ -30,7 +30,7 @@ var Refused = []Refusal{
 	{Key: "tcp.tls.enabled", Reason: "TLS on the TCP transport is not available in this build (it would serve plaintext); set it to false", Probe: "true"},
 	{Key: "websocket.enabled", Reason: "the WebSocket transport is not available in this build; set it to false", Probe: "true"},
 	{Key: "websocket.tls.enabled", Reason: "WebSocket TLS is not available in this build; set it to false", Probe: "true"},
-	{Key: "quic.enabled", Reason: "the QUIC transport is not available in this build; set it to false", Probe: "true"},
+	{Key: "quic.send_window", Reason: "quic-go, which serves QUIC in this build, has no send-window setting (data in flight is bounded by the client's receive window and congestion control); only the default is accepted", Probe: "1 MiB"},
 	{Key: "telemetry.enabled", Reason: "OpenTelemetry export is not available in this build; set it to false", Probe: "true"},
 	{Key: "tcp.enabled", Reason: "TCP is the only client transport this build serves; it cannot be turned off", Probe: "false"},
 
@@ -72,8 +72,6 @@ var Gated = []Gate{
 	{Prefix: "tcp.tls", Gate: "tcp.tls.enabled"},
 	{Prefix: "websocket", Gate: "websocket.enabled"},
 	{Prefix: "cluster.nodes[].ports.websocket", Gate: "websocket.enabled"},
-	{Prefix: "quic", Gate: "quic.enabled"},
-	{Prefix: "cluster.nodes[].ports.quic", Gate: "quic.enabled"},
 	{Prefix: "telemetry", Gate: "telemetry.enabled"},
 }
 
