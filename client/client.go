@@ -411,15 +411,24 @@ func (c *Client) candidatesLocked() []string {
 // connectLocked dials addr and, when credentials are known and the caller
 // has not logged out, registers. connMu must be held for writing.
 func (c *Client) connectLocked(ctx context.Context, addr string) error {
-	d := net.Dialer{Timeout: c.cfg.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return &ConnError{Addr: addr, Op: "dial", Err: err}
+	var nc net.Conn
+	if c.cfg.Transport == TransportQUIC {
+		qc, err := dialQUIC(ctx, addr, c.cfg.TLS, c.cfg.QUIC, c.cfg.DialTimeout)
+		if err != nil {
+			return &ConnError{Addr: addr, Op: "dial", Err: err}
+		}
+		nc = qc
+	} else {
+		d := net.Dialer{Timeout: c.cfg.DialTimeout}
+		var err error
+		if nc, err = d.DialContext(ctx, "tcp", addr); err != nil {
+			return &ConnError{Addr: addr, Op: "dial", Err: err}
+		}
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true) // lockstep frames must not wait for Nagle
 	}
-	if c.cfg.TLS != nil {
+	if c.cfg.TLS != nil && c.cfg.Transport != TransportQUIC {
 		cfg := c.cfg.TLS.Clone()
 		if cfg.ServerName == "" {
 			host, _, _ := net.SplitHostPort(addr)
@@ -681,7 +690,7 @@ func (c *Client) roundTrip(ctx context.Context, code wire.CommandCode, op wire.O
 		}
 	}
 	cn := c.conn
-	if c.cfg.IdleCheck > 0 && time.Since(c.lastUse) >= c.cfg.IdleCheck && peerClosed(cn.nc) {
+	if c.cfg.IdleCheck > 0 && time.Since(c.lastUse) >= c.cfg.IdleCheck && connClosed(cn.nc) {
 		// Nothing was written: the caller may reconnect and send it.
 		c.log.Debug("connection closed by the server while idle", zap.String("addr", cn.addr))
 		c.dropLocked()

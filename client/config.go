@@ -17,8 +17,15 @@ type Config struct {
 	// reachable one is used; healthy nodes of the cluster roster are added
 	// as further reconnect candidates.
 	Addresses []string
+	// Transport is TransportTCP ("tcp", also when empty) or TransportQUIC
+	// ("quic": addresses are the servers' QUIC ports).
+	Transport string
 	// TLS enables TLS when non-nil (ServerName defaults to the dialed host).
+	// QUIC always runs TLS: nil there means the server certificate is not
+	// verified (Iggy's QUIC client default).
 	TLS *tls.Config
+	// QUIC holds the QUIC transport settings (Transport "quic").
+	QUIC QUICConfig
 
 	// Credentials used by Connect and by re-login after a reconnect. Either
 	// Username (with Password, which may be empty) or Token; neither means
@@ -112,6 +119,7 @@ func DefaultConfig() Config {
 		GroupPollAttempts:      2,
 		HeartbeatInterval:      5 * time.Second,
 		IdleCheck:              100 * time.Millisecond,
+		QUIC:                   DefaultQUICConfig(),
 	}
 }
 
@@ -137,6 +145,14 @@ func (c *Config) Validate() error {
 	check(c.GroupAssignmentRefresh > 0 && c.GroupPollAttempts > 0, "client config: group refresh and attempts must be > 0")
 	check(c.HeartbeatInterval >= 0, "client config: HeartbeatInterval must be >= 0")
 	check(c.IdleCheck >= 0, "client config: IdleCheck must be >= 0")
+	check(c.Transport == "" || c.Transport == TransportTCP || c.Transport == TransportQUIC,
+		"client config: Transport must be %q or %q, got %q", TransportTCP, TransportQUIC, c.Transport)
+	if c.Transport == TransportQUIC {
+		q := c.QUIC
+		check(q.InitialMTU >= 1200, "client config: QUIC.InitialMTU must be >= 1200")
+		check(q.ReceiveWindow > 0 && q.KeepAliveInterval >= 0 && q.MaxIdleTimeout >= 0,
+			"client config: QUIC.ReceiveWindow must be > 0 and its timers >= 0")
+	}
 	if c.Reconnect.Enabled {
 		r := c.Reconnect
 		check(r.MaxAttempts > 0 && r.Backoff > 0 && r.MaxBackoff >= r.Backoff && r.MaxPerCall > 0,

@@ -142,6 +142,8 @@ type Server struct {
 	HTTPAddr string
 	// MetricsAddr is the bound http.metrics.open_address ("" when off).
 	MetricsAddr string
+	// QUICAddr is the bound QUIC (UDP) address ("" when quic is off).
+	QUICAddr string
 }
 
 // Start launches a server and waits until it serves.
@@ -297,7 +299,7 @@ func (s *Server) start(extra []string, clearRuntime bool) {
 	}
 	exited := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.exited, s.out, s.Addr, s.HTTPAddr, s.MetricsAddr = cmd, exited, out, "", "", ""
+	s.cmd, s.exited, s.out, s.Addr, s.HTTPAddr, s.MetricsAddr, s.QUICAddr = cmd, exited, out, "", "", "", ""
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -321,6 +323,9 @@ func (s *Server) awaitAddr() {
 		if rt, err := readRuntime(runtimeFile); err == nil && rt.TCP.Address != "" {
 			s.mu.Lock()
 			s.Addr = rt.TCP.Address
+			if rt.QUIC.Enabled {
+				s.QUICAddr = rt.QUIC.Address
+			}
 			if rt.HTTP.Enabled {
 				s.HTTPAddr = rt.HTTP.Address
 				if rt.HTTP.Metrics.Enabled {
@@ -347,6 +352,10 @@ type runtimeDoc struct {
 	TCP struct {
 		Address string `toml:"address"`
 	} `toml:"tcp"`
+	QUIC struct {
+		Enabled bool   `toml:"enabled"`
+		Address string `toml:"address"`
+	} `toml:"quic"`
 	HTTP struct {
 		Enabled bool   `toml:"enabled"`
 		Address string `toml:"address"`
