@@ -170,6 +170,16 @@ type Server struct {
 	Password string
 	Token    string
 	TLS      *tls.Config
+	// Transport is client.TransportTCP (also when empty) or TransportQUIC.
+	Transport string
+}
+
+// transportName is the report's transport ("tcp" when unset).
+func (s Server) transportName() string {
+	if s.Transport == "" {
+		return "tcp"
+	}
+	return s.Transport
 }
 
 // Params are a benchmark's parameters.

@@ -208,7 +208,7 @@ func (env *Env) benchParams(cmd *cobra.Command, kind bench.Kind, bf *benchFlags)
 	if err != nil {
 		return p, err
 	}
-	p.Server.Address, p.Server.TLS = env.Global.Address, cfg.TLS
+	p.Server.Address, p.Server.TLS, p.Server.Transport = cfg.Addresses[0], cfg.TLS, cfg.Transport
 	if bf.serverAddress != "" {
 		p.Server.Address = bf.serverAddress
 	}

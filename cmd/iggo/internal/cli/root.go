@@ -108,10 +108,13 @@ type GlobalOptions struct {
 	TLSDomain   string
 	TLSCAFile   string
 	TLSNoVerify bool
-	Quiet       bool
-	Debug       string
-	Context     string
-	Timeout     time.Duration
+	// Transport is tcp or quic (--transport); QUIC the --quic-* options.
+	Transport string
+	QUIC      QUICOptions
+	Quiet     bool
+	Debug     string
+	Context   string
+	Timeout   time.Duration
 }
 
 // Env is the state shared by the commands of one run.
@@ -242,6 +245,8 @@ a number is a numeric id (0-based), anything else a name.`,
 	f.StringVar(&g.TLSDomain, "tcp-tls-domain", "", "TLS server name to verify (default: the address host)")
 	f.StringVar(&g.TLSCAFile, "tcp-tls-ca-file", "", "PEM file of CA certificates to trust")
 	f.BoolVar(&g.TLSNoVerify, "tcp-tls-insecure", false, "do not verify the server certificate (testing only)")
+	f.StringVar(&g.Transport, "transport", client.TransportTCP, "transport to reach the server: tcp or quic")
+	addQUICFlags(f, &g.QUIC)
 	f.BoolVarP(&g.Quiet, "quiet", "q", false, "print only requested data, no status lines")
 	f.StringVarP(&g.Debug, "debug", "d", "", "write a debug log of client events to this file")
 	f.StringVar(&g.Context, "context", "", "use this named context instead of the active one")
@@ -438,6 +443,13 @@ func (env *Env) ClientConfig(withLogin bool) (client.Config, error) {
 			tc.RootCAs = pool
 		}
 		cfg.TLS = tc
+	}
+	switch g.Transport {
+	case client.TransportTCP:
+	case client.TransportQUIC:
+		g.QUIC.apply(&cfg, cfg.TLS)
+	default:
+		return cfg, Usagef("--transport must be tcp or quic, got %q", g.Transport)
 	}
 	if l, err := env.debugLogger(); err != nil {
 		return cfg, err
