@@ -112,6 +112,9 @@ func TestComposeClusterConfigLoads(t *testing.T) {
 	if !cfg.Cluster.Enabled || !cfg.Cluster.Auth.Enabled || len(cfg.Cluster.Auth.SharedSecret) < 32 {
 		t.Fatalf("cluster %+v auth %+v: want enabled with a key of 32+ bytes", cfg.Cluster.Enabled, cfg.Cluster.Auth.Enabled)
 	}
+	if !cfg.QUIC.Enabled || cfg.QUIC.Address != "0.0.0.0:8080" {
+		t.Fatalf("quic enabled %v at %q, want on at 0.0.0.0:8080", cfg.QUIC.Enabled, cfg.QUIC.Address)
+	}
 	if cfg.Path != "/data" || cfg.TCP.Address != "0.0.0.0:8090" || cfg.Logging.FileEnabled {
 		t.Fatalf("path %q, tcp %q, file logging %v", cfg.Path, cfg.TCP.Address, cfg.Logging.FileEnabled)
 	}
@@ -148,8 +151,8 @@ func checkRoster(t *testing.T, cfg *config.Config) {
 		if g, ok := n.GossipPort(); !ok || g != 10090 {
 			t.Fatalf("node %d: gossip port %d, want 10090", i, g)
 		}
-		if p.QUIC != nil || p.WebSocket != nil {
-			t.Fatalf("node %d lists ports of transports iggo does not serve: %+v", i, p)
+		if p.QUIC == nil || *p.QUIC != 8080 || p.WebSocket != nil {
+			t.Fatalf("node %d: ports %+v, want quic 8080 and no websocket", i, p)
 		}
 		if p.HTTP == nil || *p.HTTP != 3000 {
 			t.Fatalf("node %d: http port %v, want 3000 (the image's health check asks :3000/readyz)", i, p.HTTP)
