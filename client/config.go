@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/internal/version"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -105,7 +106,7 @@ func DefaultConfig() Config {
 	return Config{
 		Addresses:              []string{"127.0.0.1:8090"},
 		SDKName:                "iggo-go",
-		SDKVersion:             "0.1.0",
+		SDKVersion:             version.Version,
 		DialTimeout:            5 * time.Second,
 		RequestTimeout:         30 * time.Second,
 		MaxFrameSize:           wire.DefaultMaxFrameSize,

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/loginguard"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
@@ -23,7 +24,7 @@ func (c *conn) metadataOp(h *wire.RequestHeader, body []byte) bool {
 	}
 	view := c.n.store.View()
 	uid := c.user()
-	adm, code := metadata.Admit(view, uid, req, c.n.admit)
+	adm, code := c.admitMetadata(view, uid, req)
 	if code != 0 {
 		return c.status(h, code)
 	}
@@ -456,4 +457,44 @@ func (r *clientRegistry) wait() {
 	case <-done:
 	case <-time.After(10 * time.Second):
 	}
+}
+
+// admitMetadata admits req; the commands that run Argon2 (a password
+// change verifies the current password and hashes the new one, a user
+// create hashes one) take a verification slot of the login guard first, as
+// logins do, so they cannot hold more memory than login.verifications_max
+// allows. A password change is also throttled per address and user like a
+// login, since a wrong current password is a guess.
+func (c *conn) admitMetadata(view *metadata.State, uid uint32, req wire.Request) (metadata.Admitted, wire.Code) {
+	var a loginguard.Attempt
+	switch r := req.(type) {
+	case *wire.ChangePassword:
+		a = loginguard.Attempt{Addr: c.src, Costly: true}
+		if u := view.ResolveUser(r.UserID); u != nil {
+			a.User = u.Username
+		}
+	case *wire.CreateUser:
+		a = loginguard.Attempt{Addr: c.src, Costly: true}
+	default:
+		return metadata.Admit(view, uid, req, c.n.admit)
+	}
+	var (
+		adm  metadata.Admitted
+		code wire.Code
+	)
+	verdict, _ := c.n.logins.Check(c.n.stop, a, func() bool {
+		adm, code = metadata.Admit(view, uid, req, c.n.admit)
+		if cp, ok := adm.Command.(metadata.ChangePassword); ok {
+			return code == 0 && cp.VerifiedHash != ""
+		}
+		return true // a user create is not a guess: nothing to throttle
+	})
+	switch verdict {
+	case loginguard.Throttled:
+		c.n.clientLog.Info(evLoginFailed, "password change refused", c.fields(zap.String("user", a.User), zap.String("reason", "throttled (login.throttle)"))...)
+		return metadata.Admitted{}, wire.CodeInvalidCredentials
+	case loginguard.Busy, loginguard.Stopped:
+		return metadata.Admitted{}, wire.CodeTransientNotAccepted
+	}
+	return adm, code
 }

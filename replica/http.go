@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/replica/httpapi"
+	"github.com/iggo/iggo/replica/intake"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/shard"
@@ -312,17 +313,27 @@ func (n *Node) bindHTTP() error {
 			return fmt.Errorf("replica: binding http %s: %w", addr, err)
 		}
 	}
-	n.httpLn, n.httpBound = ln, ln.Addr().String()
+	n.httpLn, n.httpBound = n.admitHTTP(ln), ln.Addr().String()
 	if a := hc.Metrics.OpenAddress; hc.Metrics.Enabled && a != "" {
 		mln, err := net.Listen("tcp", a)
 		if err != nil {
 			n.closeHTTPListeners()
 			return fmt.Errorf("replica: binding http.metrics.open_address %s: %w", a, err)
 		}
-		n.metricsLn, n.metricsBound = mln, mln.Addr().String()
+		n.metricsLn, n.metricsBound = n.admitHTTP(mln), mln.Addr().String()
 	}
 	n.httpSrv = srv
 	return nil
+}
+
+// admitHTTP counts HTTP connections against message_bus.connections_max
+// (and so the descriptor budget split from it) like every client
+// connection; a refused one is closed with a rate-limited line.
+func (n *Node) admitHTTP(ln net.Listener) net.Listener {
+	return &intake.Listener{Listener: ln, Admission: n.admission, Transport: "http", Refused: func(c net.Conn, r *intake.Refusal) {
+		n.clientLog.Warn(evRefused+":"+r.Key, "connection refused", zap.String("limit", r.Key), zap.Int64("value", r.Limit),
+			zap.String("transport", "http"), zap.String("addr", c.RemoteAddr().String()))
+	}}
 }
 
 // closeHTTPListeners closes listeners bindHTTP bound that no server took.

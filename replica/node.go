@@ -456,6 +456,9 @@ func (n *Node) baseVSRConfig(group uint64) vsr.Config {
 	c.Group = group
 	c.Replica, c.ReplicaCount = uint8(n.opts.ReplicaID), uint8(n.replicaCount)
 	c.MessageSizeMax = n.maxFrame
+	// A transfer chunk and its header fit in one frame; the config floor
+	// (message_bus.max_message_size >= 4 KiB + 256 B) keeps it at 4 KiB or more.
+	c.TransferChunkBytes = min(c.TransferChunkBytes, int(n.maxFrame)-vsr.HeaderSize)
 	c.HeartbeatTimeout = cl.HeartbeatTimeout.Duration
 	c.CommitBroadcastInterval = cl.CommitBroadcastInterval.Duration
 	c.PrepareRetransmitInterval = cl.PrepareRetransmitInterval.Duration
@@ -716,8 +719,7 @@ func (n *Node) bootPartitions() error {
 					return
 				}
 				if spec.purgeGen > p.purgeGen {
-					p.g.submit(&task{kind: tkPartPurge, onDone: func(*task) {}},
-						vsr.Request{Operation: opPurgePartition, WallClock: nowMicros(), Body: u64Bytes(spec.purgeGen)})
+					p.submitPurge(spec.purgeGen)
 					sh.settle()
 				}
 				n.registerPartition(p)
@@ -818,6 +820,12 @@ func (n *Node) PartitionStats(stream, topic uint32, p metadata.Partition) metada
 	s := v.(*partStats)
 	if s.revision != p.Revision {
 		return metadata.PartitionStats{SegmentsCount: 1}
+	}
+	if s.purgeGen.Load() < p.PurgeGeneration {
+		// Purged in the metadata, the partition's own purge op not applied
+		// yet: report what the purge leaves, so a read after the purge's
+		// reply sees it.
+		return metadata.PartitionStats{SegmentsCount: 1, CurrentOffset: s.current.Load()}
 	}
 	return metadata.PartitionStats{SegmentsCount: s.segments.Load(), CurrentOffset: s.current.Load(),
 		SizeBytes: s.size.Load(), MessagesCount: s.messages.Load()}

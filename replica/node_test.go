@@ -3,12 +3,18 @@ package replica
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -184,4 +190,156 @@ func TestNodeCheckpointAfterRegister(t *testing.T) {
 	if err := dial(t, n2).Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSmallFrameLimitServes: a node whose frame limit (48 KiB) is below the default
+// state-transfer chunk (256 KiB) boots and serves sends and polls; the
+// chunk shrinks to fit the frame instead of the consensus config refusing.
+func TestSmallFrameLimitServes(t *testing.T) {
+	n := startNodeWith(t, func(c *config.Config) { c.MessageBus.MaxMessageSize = 48 * config.KiB })
+	if got := n.baseVSRConfig(0).TransferChunkBytes; got != 48<<10-256 {
+		t.Fatalf("transfer chunk %d, want %d", got, 48<<10-256)
+	}
+	c := dial(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	setupStreamTopic(ctx, t, c, 1)
+	sendOne(ctx, t, c, 0, "fits in 48 KiB")
+	pm, err := c.PollMessages(ctx, waitPoll(0, wire.PollFromOffset(0), 0))
+	if err != nil || len(pm.Messages()) != 1 || string(pm.Messages()[0].Payload) != "fits in 48 KiB" {
+		t.Fatalf("poll: %+v %v", pm, err)
+	}
+}
+
+// TestFrameFloorIsConsensusFloor: the smallest message_bus.max_message_size
+// the config accepts is the smallest frame the consensus core accepts, so a
+// too-small value is refused naming the key, never by vsr at boot.
+func TestFrameFloorIsConsensusFloor(t *testing.T) {
+	if want := 4*vsr.HeaderSize + vsr.HeaderSize*vsr.PipelineMax; config.MessageSizeFloor != want {
+		t.Fatalf("config.MessageSizeFloor %d, vsr floor %d", config.MessageSizeFloor, want)
+	}
+}
+
+// TestPasswordChangeIsThrottledLikeLogin: wrong current passwords in a
+// password change count against the login throttle, so once the address
+// has spent its burst even the right current password is refused and the
+// password stays as it was.
+func TestPasswordChangeIsThrottledLikeLogin(t *testing.T) {
+	n := startNodeWith(t, func(c *config.Config) {
+		c.Login.Throttle.AddressBurst = 2
+		c.Login.Throttle.AddressInterval = config.D(time.Hour)
+		c.Login.Throttle.DelayMax = config.D(50 * time.Millisecond)
+	})
+	c := dial(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	root := wire.NumericID(0)
+	for i := range 3 {
+		if err := c.ChangePassword(ctx, root, "wrong", "newsecret"); !wire.HasCode(err, wire.CodeInvalidCredentials) {
+			t.Fatalf("wrong current password %d: %v, want InvalidCredentials", i, err)
+		}
+	}
+	if err := c.ChangePassword(ctx, root, DefaultRootPassword, "newsecret"); !wire.HasCode(err, wire.CodeInvalidCredentials) {
+		t.Fatalf("right current password after the burst: %v, want InvalidCredentials (throttled)", err)
+	}
+	if u := n.store.View().UserByName(DefaultRootUsername); u == nil || !metadata.VerifyPassword(u.PasswordHash, DefaultRootPassword) {
+		t.Fatal("root's password changed while throttled")
+	}
+}
+
+// TestPollAfterPurgeSeesNothing: a poll that follows an acknowledged purge
+// on the same connection never sees the purged messages, nor does a topic
+// get count them, although the
+// partitions apply the purge as their own operation after the metadata
+// commit; a send after the purge survives it.
+func TestPollAfterPurgeSeesNothing(t *testing.T) {
+	n := startNodeWith(t, nil)
+	c := dial(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	setupStreamTopic(ctx, t, c, 2)
+	for round := range 20 {
+		for p := range uint32(2) {
+			sendOne(ctx, t, c, p, fmt.Sprintf("before purge %d", round))
+		}
+		if err := c.PurgeTopic(ctx, wire.NumericID(0), wire.NumericID(0)); err != nil {
+			t.Fatal(err)
+		}
+		td, err := c.GetTopic(ctx, wire.NumericID(0), wire.NumericID(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range td.Partitions {
+			if p.MessagesCount != 0 || p.SizeBytes != 0 {
+				t.Fatalf("round %d partition %d: topic get right after the purge: %+v", round, p.ID, p)
+			}
+		}
+		for p := range uint32(2) {
+			pm, err := c.PollMessages(ctx, waitPoll(p, wire.PollFromOffset(0), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(pm.Messages()); got != 0 {
+				t.Fatalf("round %d partition %d: %d messages right after the purge", round, p, got)
+			}
+		}
+	}
+	sendOne(ctx, t, c, 0, "after purge")
+	eventually(t, 30*time.Second, "the send after the purge", func() error {
+		pm, err := c.PollMessages(ctx, waitPoll(0, wire.PollFromOffset(0), 0))
+		if err != nil {
+			return err
+		}
+		if len(pm.Messages()) != 1 || string(pm.Messages()[0].Payload) != "after purge" {
+			return fmt.Errorf("%d messages", len(pm.Messages()))
+		}
+		return nil
+	})
+}
+
+// TestHTTPConnectionsCountAgainstConnectionsMax: open HTTP connections
+// hold message_bus.connections_max slots like binary ones, so sockets
+// opened on the HTTP port cannot take the node past its descriptor budget;
+// closing them gives the slots back.
+func TestHTTPConnectionsCountAgainstConnectionsMax(t *testing.T) {
+	limit := 2
+	n := startNodeWith(t, func(c *config.Config) {
+		c.MessageBus.ConnectionsMax = &limit
+		c.HTTP.Enabled = true
+		c.HTTP.Address = "127.0.0.1:0"
+	})
+	var held []net.Conn
+	for range limit {
+		hc, err := net.Dial("tcp", n.HTTPAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, hc)
+		defer hc.Close()
+	}
+	eventually(t, 30*time.Second, "HTTP connections admitted", func() error {
+		if total, per, _ := n.admission.Counts(); total != limit || per["http"] != limit {
+			return fmt.Errorf("admitted %d (%v)", total, per)
+		}
+		return nil
+	})
+	bc, err := net.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	_ = bc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if k, err := bc.Read(make([]byte, 1)); k != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("binary connection past the cap: read %d %v, want it closed", k, err)
+	}
+	for _, hc := range held {
+		hc.Close()
+	}
+	eventually(t, 30*time.Second, "slots given back", func() error {
+		if total, _, _ := n.admission.Counts(); total != 0 {
+			return fmt.Errorf("%d still admitted", total)
+		}
+		return nil
+	})
+	dial(t, n) // a binary client gets in again
 }

@@ -61,6 +61,11 @@ type partStats struct {
 	size     atomic.Uint64
 	messages atomic.Uint64
 	original atomic.Uint64 // size before compression (partition_sizes.go)
+	// purgeGen is the purge generation the figures above reflect, stored
+	// after them: a reader that finds it behind the metadata's reports the
+	// partition empty (the purge committed, the partition's own purge op
+	// has not applied yet).
+	purgeGen atomic.Uint64
 	// appendedMsgs and appendedBytes count what this node appended since
 	// it started (the metrics' per-topic counters; batches the segments
 	// already held at a replay are not counted).
@@ -98,8 +103,12 @@ type partition struct {
 	next     uint64 // offset the next applied batch gets
 	written  uint64 // offset after the last record handed to the segment log
 	purgeGen uint64 // applied purge generation
-	diskGen  uint64 // purge generation the segment log reflects
-	offsets  map[offsetKey]uint64
+	// purgeWanted is the highest purge generation submitted to the group;
+	// while it is ahead of purgeGen, polls answer as if the purge had
+	// applied (every message now in the log is about to go).
+	purgeWanted uint64
+	diskGen     uint64 // purge generation the segment log reflects
+	offsets     map[offsetKey]uint64
 
 	pending      [][]byte // stamped records awaiting their segment write
 	queued       bool
@@ -357,7 +366,6 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 		if gen <= p.purgeGen {
 			return codeReply(0)
 		}
-		p.purgeGen = gen
 		clear(p.offsets)
 		if gen > p.diskGen {
 			p.flushSegments()
@@ -369,8 +377,11 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 			}
 			p.diskGen = gen
 			p.written = p.seg.NextOffset()
-			p.publish()
 		}
+		// Set after the flush above, whose publish must not report the
+		// new generation beside the old figures.
+		p.purgeGen = gen
+		p.publish()
 		return codeReply(0)
 	case opDropGroupOffsets:
 		delete(p.offsets, offsetKey{kind: wire.ConsumerKindGroup, id: binary.LittleEndian.Uint32(body)})
@@ -541,6 +552,7 @@ func (p *partition) publish() {
 		p.log.Error("original sizes", zap.Error(err))
 	}
 	s.original.Store(p.orig.total)
+	s.purgeGen.Store(p.purgeGen)
 	// Polls waiting for these messages wake now: the records are in the
 	// segments, where the next poll reads them.
 	p.feed.Publish(min(p.next, p.seg.NextOffset()))
@@ -1028,6 +1040,10 @@ func (p *partition) poll(t *task) {
 		r.waitable = true
 		return
 	}
+	if p.purgeWanted > p.purgeGen {
+		r.waitable, r.need = true, p.next
+		return
+	}
 	first := p.seg.FirstOffset()
 	var start uint64
 	switch t.strategy.Kind {
@@ -1332,4 +1348,12 @@ func vsrChecksum(u xxh3.Uint128) vsr.Checksum {
 	binary.LittleEndian.PutUint64(c[:], u.Lo)
 	binary.LittleEndian.PutUint64(c[8:], u.Hi)
 	return c
+}
+
+// submitPurge proposes the partition's purge to generation gen (an op the
+// group applies once per generation).
+func (p *partition) submitPurge(gen uint64) {
+	p.purgeWanted = max(p.purgeWanted, gen)
+	p.g.submit(&task{kind: tkPartPurge, onDone: func(*task) {}},
+		vsr.Request{Operation: opPurgePartition, WallClock: nowMicros(), Body: u64Bytes(gen)})
 }

@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/shard"
-	"github.com/iggo/iggo/vsr"
 )
 
 // Partitions a shard must host but could not open for lack of a resource:
@@ -154,8 +153,7 @@ func (sh *shardLoop) retryOpens() {
 		delete(sh.pending, ns)
 		sh.log.Info("partition opened after waiting for descriptors", zap.Stringer("partition", ns), zap.Int("attempts", po.attempts))
 		if po.bootPurge && po.spec.purgeGen > p.purgeGen {
-			p.g.submit(&task{kind: tkPartPurge, onDone: func(*task) {}},
-				vsr.Request{Operation: opPurgePartition, WallClock: nowMicros(), Body: u64Bytes(po.spec.purgeGen)})
+			p.submitPurge(po.spec.purgeGen)
 		}
 		sh.n.registerPartition(p)
 	}

@@ -598,8 +598,7 @@ func (sh *shardLoop) dispatch(t *task) {
 		}
 	case tkPartPurge:
 		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
-			p.g.submit(&task{kind: tkPartPurge, onDone: func(*task) {}},
-				vsr.Request{Operation: opPurgePartition, WallClock: nowMicros(), Body: u64Bytes(t.gen)})
+			p.submitPurge(t.gen)
 		}
 	case tkGroupDeleted:
 		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {

@@ -52,7 +52,7 @@ const (
 	RepairChunkMax         = 1024
 	ViewProbeAttemptsMax   = 100
 	MessageSizeCeiling     = 256 * MiB
-	MessageSizeFloor       = 280 * 1 // a consumer session report must fit in one frame
+	MessageSizeFloor       = 4*256 + 256*127 // vsr's floor: a view-change message naming a full pipeline of prepares (4 headers + 127) fits in one frame; TestFrameFloorIsConsensusFloor in replica keeps it equal
 	SegmentSizeMax         = 1 * GiB
 	WALBytesMin            = 128*MiB + 8*KiB
 	WALBytesMax            = 4 * GiB

@@ -259,8 +259,9 @@ func TestEveryRuleRefuses(t *testing.T) {
 
 		// message bus
 		{"bus batch", func(c *Config) { c.MessageBus.MaxBatch = 513 }, "message_bus.max_batch", "between 1 and 512"},
-		{"bus size floor", func(c *Config) { c.MessageBus.MaxMessageSize = 100 }, "message_bus.max_message_size", "between 280 B and 256 MiB"},
-		{"bus size ceiling", func(c *Config) { c.MessageBus.MaxMessageSize = 257 * MiB }, "message_bus.max_message_size", "between 280 B and 256 MiB"},
+		{"bus size floor", func(c *Config) { c.MessageBus.MaxMessageSize = 100 }, "message_bus.max_message_size", "between 33536 B and 256 MiB"},
+		{"bus size below a transfer chunk", func(c *Config) { c.MessageBus.MaxMessageSize = 32 * KiB }, "message_bus.max_message_size", "between 33536 B and 256 MiB"},
+		{"bus size ceiling", func(c *Config) { c.MessageBus.MaxMessageSize = 257 * MiB }, "message_bus.max_message_size", "between 33536 B and 256 MiB"},
 		{"read buffer", func(c *Config) { c.MessageBus.ReplicaReadBufferSize = KiB }, "message_bus.replica_read_buffer_size", "0 (unbuffered) or between 4 KiB and 16 MiB"},
 		{"peer queue", func(c *Config) { c.MessageBus.PeerQueueCapacity = 0 }, "message_bus.peer_queue_capacity", "at least 1"},
 		{"client queue", func(c *Config) { c.MessageBus.ClientQueueCapacity = 0 }, "message_bus.client_queue_capacity", "at least 1"},
