@@ -518,7 +518,7 @@ func (c *Client) settleOnLeaderLocked(ctx context.Context) error {
 			c.log.Debug("cluster metadata undecodable; staying", zap.Error(err))
 			return nil
 		}
-		healthy, leader := rosterLeader(md, unreachable)
+		healthy, leader := rosterLeader(md, unreachable, c.cfg.portOf)
 		c.mu.Lock()
 		if len(healthy) > 0 {
 			c.known = healthy
@@ -566,12 +566,12 @@ func (c *Client) settleOnLeaderLocked(ctx context.Context) error {
 
 // rosterLeader returns the healthy nodes' addresses and the first healthy
 // leader among them that is not in skip.
-func rosterLeader(md wire.ClusterMetadata, skip []string) (healthy []string, leader string) {
+func rosterLeader(md wire.ClusterMetadata, skip []string, portOf func(wire.ClusterNode) uint16) (healthy []string, leader string) {
 	for _, n := range md.Nodes {
 		if n.Status != wire.NodeHealthy {
 			continue
 		}
-		a := net.JoinHostPort(n.IP, strconv.Itoa(int(n.TCPPort)))
+		a := net.JoinHostPort(n.IP, strconv.Itoa(int(portOf(n))))
 		healthy = append(healthy, a)
 		if leader == "" && n.Role == wire.RoleLeader && !slices.ContainsFunc(skip, func(s string) bool { return sameAddress(s, a) }) {
 			leader = a

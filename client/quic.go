@@ -275,3 +275,11 @@ func connClosed(nc net.Conn) bool {
 	}
 	return peerClosed(nc)
 }
+
+// portOf is the roster port of the client's transport.
+func (c *Config) portOf(n wire.ClusterNode) uint16 {
+	if c.Transport == TransportQUIC {
+		return n.QUICPort
+	}
+	return n.TCPPort
+}
