@@ -20,9 +20,9 @@ export GOFLAGS := -buildvcs=$(BUILDVCS) -ldflags=-checklinkname=0
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
-.PHONY: all help build run cluster cluster-down bench-cluster bench-peers bench-scaling bench-disk test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos \
+.PHONY: all help build run cluster cluster-down bench-cluster bench-transports bench-peers bench-scaling bench-disk test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos \
 	ui-screenshots bench-ui \
-	docker-binaries docker-image compose-up compose-demo compose-kill compose-down
+	docker-binaries docker-image compose-up compose-demo compose-kill compose-down compose-certs
 
 all: build
 
@@ -93,6 +93,14 @@ bench-cluster: build ## iggo bench pp against a single node, then a 3-node clust
 	  ./$(BIN)/iggo --tcp-server-address 127.0.0.1:$$(($(BENCH_CLUSTER_PORT)+$(BENCH_CLUSTER_NODE))) bench pp -p $(BENCH_PRODUCERS) -m 1000 -P 1000 \
 	    -b $(BENCH_CLUSTER_BATCHES) --durability $$d --progress none --remark "3-node local cluster" $(BENCH_CLUSTER_ARGS); \
 	done
+
+# iggo bench pp over tcp, tcp-tls, ws and wss in one run
+# (tests/bench/transports/run.sh; not part of `make test`): interleaved
+# rounds, medians and ratios to plaintext TCP.
+BENCH_TRANSPORTS_ROUNDS  ?= 3
+BENCH_TRANSPORTS_BATCHES ?= 100
+bench-transports: build ## iggo bench pp over every client transport, ratios to plaintext TCP
+	ROUNDS=$(BENCH_TRANSPORTS_ROUNDS) BATCHES=$(BENCH_TRANSPORTS_BATCHES) PRODUCERS=$(BENCH_PRODUCERS) tests/bench/transports/run.sh $(BIN)
 
 # iggo beside NATS JetStream in one run (tests/bench/peers; its short form
 # runs in `make test` as TestCompareShort): nats-server NATS_SERVER_VERSION
@@ -266,7 +274,16 @@ DOCKER_BUILD_DIR ?= deploy/.build
 COMPOSE         ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; else echo docker-compose; fi)
 COMPOSE_FILE    ?= deploy/docker-compose.yml
 COMPOSE_PROJECT ?= iggo
-COMPOSE_CMD      = IGGO_IMAGE=$(DOCKER_IMAGE) $(COMPOSE) -f $(COMPOSE_FILE) -p $(COMPOSE_PROJECT)
+# COMPOSE_TLS=1 layers deploy/docker-compose.tls.yml (TLS on the client
+# transports; run `make compose-certs` first).
+COMPOSE_TLS     ?=
+COMPOSE_CMD      = IGGO_IMAGE=$(DOCKER_IMAGE) $(COMPOSE) -f $(COMPOSE_FILE) $(if $(COMPOSE_TLS),-f deploy/docker-compose.tls.yml) -p $(COMPOSE_PROJECT)
+
+# A CA and a server certificate for the compose nodes (deploy/certs, not
+# committed). DEMO: the key is made readable by the image's user.
+compose-certs: build ## certificates for COMPOSE_TLS=1
+	./$(BIN)/iggo cluster certs --dir deploy/certs --host 172.29.0.11 --host 172.29.0.12 --host 172.29.0.13 --host localhost
+	chmod 0644 deploy/certs/server.key
 
 docker-binaries: ## static binaries for the image
 	rm -rf $(DOCKER_BUILD_DIR)

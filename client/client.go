@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -411,38 +410,12 @@ func (c *Client) candidatesLocked() []string {
 // connectLocked dials addr and, when credentials are known and the caller
 // has not logged out, registers. connMu must be held for writing.
 func (c *Client) connectLocked(ctx context.Context, addr string) error {
-	var nc net.Conn
-	if c.cfg.Transport == TransportQUIC {
-		qc, err := dialQUIC(ctx, addr, c.cfg.TLS, c.cfg.QUIC, c.cfg.DialTimeout)
-		if err != nil {
-			return &ConnError{Addr: addr, Op: "dial", Err: err}
+	nc, err := c.dial(ctx, addr)
+	if err != nil {
+		if errors.Is(err, ErrTransportNotBuilt) {
+			return err
 		}
-		nc = qc
-	} else {
-		d := net.Dialer{Timeout: c.cfg.DialTimeout}
-		var err error
-		if nc, err = d.DialContext(ctx, "tcp", addr); err != nil {
-			return &ConnError{Addr: addr, Op: "dial", Err: err}
-		}
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true) // lockstep frames must not wait for Nagle
-	}
-	if c.cfg.TLS != nil && c.cfg.Transport != TransportQUIC {
-		cfg := c.cfg.TLS.Clone()
-		if cfg.ServerName == "" {
-			host, _, _ := net.SplitHostPort(addr)
-			cfg.ServerName = host
-		}
-		tc := tls.Client(nc, cfg)
-		hctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
-		err := tc.HandshakeContext(hctx)
-		cancel()
-		if err != nil {
-			nc.Close()
-			return &ConnError{Addr: addr, Op: "dial", Err: err}
-		}
-		nc = tc
+		return &ConnError{Addr: addr, Op: "dial", Err: err}
 	}
 	c.mu.Lock()
 	if c.closed {

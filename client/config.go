@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,11 +19,13 @@ type Config struct {
 	// reachable one is used; healthy nodes of the cluster roster are added
 	// as further reconnect candidates.
 	Addresses []string
-	// Transport is TransportTCP ("tcp", also when empty) or TransportQUIC
-	// ("quic": addresses are the servers' QUIC ports).
+	// Transport is how to reach the servers: TransportTCP (the default when
+	// empty), TransportWS, or TransportQUIC when built in. Roster addresses
+	// (leader redirection) use that transport's port.
 	Transport string
-	// TLS enables TLS when non-nil (ServerName defaults to the dialed host).
-	// QUIC always runs TLS: nil there means the server certificate is not
+	// TLS enables TLS when non-nil (ServerName defaults to the dialed host):
+	// TCP with TLS, or WSS for TransportWS. TLSOptions builds one. QUIC
+	// always runs TLS: nil there means the server certificate is not
 	// verified (Iggy's QUIC client default).
 	TLS *tls.Config
 	// QUIC holds the QUIC transport settings (Transport "quic").
@@ -133,6 +136,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	check(len(c.Addresses) > 0, "client config: no server address")
+	_, known := dialers[c.Transport]
+	check(c.Transport == "" || known, "client config: transport %q is not built into this binary (have %s)", c.Transport, strings.Join(Transports(), ", "))
 	check(c.Token == "" || c.Username == "", "client config: set either Username or Token, not both")
 	check(len(c.SDKName) >= 1 && len(c.SDKName) <= 255, "client config: SDKName must be 1..255 bytes")
 	check(len(c.SDKVersion) >= 1 && len(c.SDKVersion) <= 255, "client config: SDKVersion must be 1..255 bytes")
@@ -146,8 +151,6 @@ func (c *Config) Validate() error {
 	check(c.GroupAssignmentRefresh > 0 && c.GroupPollAttempts > 0, "client config: group refresh and attempts must be > 0")
 	check(c.HeartbeatInterval >= 0, "client config: HeartbeatInterval must be >= 0")
 	check(c.IdleCheck >= 0, "client config: IdleCheck must be >= 0")
-	check(c.Transport == "" || c.Transport == TransportTCP || c.Transport == TransportQUIC,
-		"client config: Transport must be %q or %q, got %q", TransportTCP, TransportQUIC, c.Transport)
 	if c.Transport == TransportQUIC {
 		q := c.QUIC
 		check(q.InitialMTU >= 1200, "client config: QUIC.InitialMTU must be >= 1200")

@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,11 +27,11 @@ import (
 	"github.com/iggo/iggo/wire"
 )
 
-// Transports a Config may name.
-const (
-	TransportTCP  = "tcp"
-	TransportQUIC = "quic"
-)
+func init() {
+	dialers[TransportQUIC] = func(ctx context.Context, addr string, cfg *Config) (net.Conn, error) {
+		return dialQUIC(ctx, addr, cfg.TLS, cfg.QUIC, cfg.DialTimeout)
+	}
+}
 
 // QUICConfig holds the client's QUIC transport settings (Iggy's QUIC client
 // options that quic-go has).
@@ -276,10 +277,53 @@ func connClosed(nc net.Conn) bool {
 	return peerClosed(nc)
 }
 
-// portOf is the roster port of the client's transport.
-func (c *Config) portOf(n wire.ClusterNode) uint16 {
-	if c.Transport == TransportQUIC {
-		return n.QUICPort
+// quicOption applies one of Iggy's iggy+quic:// options: initial_mtu,
+// receive_window, keep_alive_interval and max_idle_timeout (ms),
+// validate_certificate (true verifies against the system roots, server
+// name localhost as Iggy's client), reconnection_max_retries; accepted
+// without effect (quic-go has no such setting, or this client needs none):
+// response_buffer_size, max_concurrent_bidi_streams (a lockstep client
+// opens one stream at a time), datagram_send_buffer_size, send_window,
+// reconnection_reestablish_after. false: not a QUIC option.
+func quicOption(k, v string, cfg *Config) (bool, error) {
+	num := func(bits int) (uint64, error) { return strconv.ParseUint(v, 10, bits) }
+	var err error
+	switch k {
+	case "initial_mtu":
+		var n uint64
+		n, err = num(16)
+		cfg.QUIC.InitialMTU = uint16(n)
+	case "receive_window":
+		cfg.QUIC.ReceiveWindow, err = num(62)
+	case "keep_alive_interval", "max_idle_timeout":
+		var n uint64
+		n, err = num(32)
+		d := time.Duration(n) * time.Millisecond
+		if k == "keep_alive_interval" {
+			cfg.QUIC.KeepAliveInterval = d
+		} else {
+			cfg.QUIC.MaxIdleTimeout = d
+		}
+	case "validate_certificate":
+		var b bool
+		if b, err = strconv.ParseBool(v); err == nil {
+			cfg.TLS = nil
+			if b {
+				cfg.TLS = &tls.Config{ServerName: "localhost", MinVersion: tls.VersionTLS13}
+			}
+		}
+	case "reconnection_max_retries":
+		if v == "unlimited" {
+			cfg.Reconnect.MaxAttempts = 1 << 30
+			break
+		}
+		var n uint64
+		n, err = num(31)
+		cfg.Reconnect.MaxAttempts = int(n)
+		cfg.Reconnect.Enabled = n > 0
+	case "response_buffer_size", "max_concurrent_bidi_streams", "datagram_send_buffer_size", "send_window", "reconnection_reestablish_after":
+	default:
+		return false, nil
 	}
-	return n.TCPPort
+	return true, err
 }

@@ -144,3 +144,30 @@ func TestQUICConnBadReply(t *testing.T) {
 		})
 	}
 }
+
+// TestQUICConnectionString: iggy+quic:// takes Iggy's QUIC options; they
+// mean nothing on other transports.
+func TestQUICConnectionString(t *testing.T) {
+	cfg := DefaultConfig()
+	err := ParseConnectionString("iggy+quic://u:p@h:8080?initial_mtu=1400&receive_window=1000000&keep_alive_interval=2000"+
+		"&max_idle_timeout=30000&validate_certificate=true&reconnection_max_retries=4&response_buffer_size=1&send_window=5", &cfg)
+	q := cfg.QUIC
+	if err != nil || cfg.Transport != TransportQUIC || q.InitialMTU != 1400 || q.ReceiveWindow != 1_000_000 ||
+		q.KeepAliveInterval != 2*time.Second || q.MaxIdleTimeout != 30*time.Second || cfg.TLS == nil ||
+		cfg.TLS.ServerName != "localhost" || cfg.Reconnect.MaxAttempts != 4 {
+		t.Fatalf("parsed %+v (%v)", cfg, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg = DefaultConfig()
+	if err := ParseConnectionString("iggy+quic://u:p@h:8080?validate_certificate=false", &cfg); err != nil || cfg.TLS != nil {
+		t.Fatalf("validate_certificate=false: TLS %+v (%v)", cfg.TLS, err)
+	}
+	for _, s := range []string{"iggy+tcp://u:p@h:8090?initial_mtu=1400", "iggy+quic://u:p@h:8080?initial_mtu=big"} {
+		cfg = DefaultConfig()
+		if err := ParseConnectionString(s, &cfg); err == nil {
+			t.Errorf("%s accepted", s)
+		}
+	}
+}

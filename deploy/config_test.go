@@ -151,8 +151,11 @@ func checkRoster(t *testing.T, cfg *config.Config) {
 		if g, ok := n.GossipPort(); !ok || g != 10090 {
 			t.Fatalf("node %d: gossip port %d, want 10090", i, g)
 		}
-		if p.QUIC == nil || *p.QUIC != 8080 || p.WebSocket != nil {
-			t.Fatalf("node %d: ports %+v, want quic 8080 and no websocket", i, p)
+		if p.QUIC == nil || *p.QUIC != 8080 || !cfg.QUIC.Enabled {
+			t.Fatalf("node %d: quic port %v (enabled %v), want 8080", i, p.QUIC, cfg.QUIC.Enabled)
+		}
+		if p.WebSocket == nil || *p.WebSocket != 8092 || !cfg.WebSocket.Enabled {
+			t.Fatalf("node %d: websocket port %v (enabled %v), want 8092", i, p.WebSocket, cfg.WebSocket.Enabled)
 		}
 		if p.HTTP == nil || *p.HTTP != 3000 {
 			t.Fatalf("node %d: http port %v, want 3000 (the image's health check asks :3000/readyz)", i, p.HTTP)
@@ -172,4 +175,22 @@ func TestComposeSingleConfigLoads(t *testing.T) {
 	if cfg.Cluster.Enabled || cfg.Node.AdvertisedAddress != "172.30.0.11" || cfg.TCP.Address != "0.0.0.0:8090" {
 		t.Fatalf("cluster %v, advertised %q, tcp %q", cfg.Cluster.Enabled, cfg.Node.AdvertisedAddress, cfg.TCP.Address)
 	}
+}
+
+func TestComposeTLSConfigLoads(t *testing.T) {
+	env := append(dockerfileEnv(t), composeEnvBlock(t, "docker-compose.yml", "x-env: &env")...)
+	env = append(env, composeEnvBlock(t, "docker-compose.tls.yml", "x-tls: &tls")...)
+	cfg, warnings, err := config.LoadFrom("", env)
+	if err != nil {
+		t.Fatalf("the TLS compose nodes' configuration is refused: %v", err)
+	}
+	for _, w := range warnings {
+		t.Errorf("warning: %s", w)
+	}
+	for key, tc := range map[string]config.TLSConfig{"tcp.tls": cfg.TCP.TLS, "websocket.tls": cfg.WebSocket.TLS} {
+		if !tc.Enabled || tc.SelfSigned || tc.CertFile != "/certs/server.pem" || tc.KeyFile != "/certs/server.key" {
+			t.Errorf("%s: %+v, want enabled with the mounted certificate", key, tc)
+		}
+	}
+	checkRoster(t, cfg)
 }

@@ -91,7 +91,7 @@ type conn struct {
 // wire code), admitted under ticket (released when the connection ends;
 // nil for the node's local sessions).
 func newConn(n *Node, shardIdx int, nc net.Conn, transport string, ticket *intake.Ticket) *conn {
-	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: transportCode(transport),
+	c := &conn{n: n, shard: shardIdx, nc: nc, addr: nc.RemoteAddr().String(), transport: wireTransport(transport),
 		transportName: transport, ticket: ticket, src: intake.AddrKey(nc.RemoteAddr()), since: time.Now()}
 	c.id = n.clients.nextID()
 	c.log = n.log.Named("conn").With(zap.Uint32("client", c.id), zap.String("addr", c.addr))
@@ -107,6 +107,10 @@ func (c *conn) abort() {
 }
 
 func (c *conn) serve() {
+	if !c.handshake() {
+		c.abort()
+		return
+	}
 	if !c.n.clients.add(c) {
 		c.abort()
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/iggo/iggo/replica/codec"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/transport"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
@@ -392,8 +393,14 @@ func (c *conn) pollReply(h *wire.RequestHeader) bool {
 	hb = wire.AppendPollReplyPrefix(hb, r.partition, r.current, r.count)
 	c.iov = append(c.iov[:0], hb)
 	c.iov = append(c.iov, r.parts...)
-	iov := c.iov
-	if _, err := iov.WriteTo(c.nc); err != nil {
+	var err error
+	if vw, ok := c.nc.(transport.VecWriter); ok {
+		_, err = vw.WriteVec(c.iov)
+	} else {
+		iov := c.iov
+		_, err = iov.WriteTo(c.nc)
+	}
+	if err != nil {
 		return false
 	}
 	clear(c.iov)

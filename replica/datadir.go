@@ -2,7 +2,6 @@ package replica
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -58,39 +57,29 @@ func dataLayout(cfg *config.Config) datadir.Layout {
 // storage. Accepting starts once recovery is done (serve, plane.Start);
 // until then connections wait in the listen backlog.
 func (n *Node) bindListeners() error {
-	ln := n.opts.ClientListener
-	if ln == nil {
-		addr := n.clientListenAddr()
-		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
-			return fmt.Errorf("replica: binding tcp %s: %w", addr, err)
-		}
-	}
-	n.ln = ln
-	n.bound = ln.Addr().String()
-	if err := n.bindHTTP(); err != nil {
-		_ = ln.Close()
+	if err := n.bindClientListeners(); err != nil {
 		return err
 	}
 	if err := n.bindQUIC(); err != nil {
-		n.closeHTTPListeners()
-		_ = ln.Close()
+		n.closeClientListeners()
+		return err
+	}
+	if err := n.bindHTTP(); err != nil {
+		n.closeClientListeners()
 		return err
 	}
 	if !n.clustered() {
 		return nil
 	}
 	if err := n.newPlane(); err != nil {
-		n.closeQUIC()
 		n.closeHTTPListeners()
-		_ = ln.Close()
+		n.closeClientListeners()
 		return err
 	}
 	if err := n.plane.Bind(); err != nil {
 		_ = n.plane.Close()
-		n.closeQUIC()
 		n.closeHTTPListeners()
-		_ = ln.Close()
+		n.closeClientListeners()
 		return err
 	}
 	return nil

@@ -1,5 +1,6 @@
-// Package replica is the iggo node: boot and recovery, the client listener,
-// connection hand-off, the connection frame loop, and the two kinds of
+// Package replica is the iggo node: boot and recovery, the client listeners
+// (replica/transport: tcp, tcp with TLS, WebSocket, WSS), connection
+// hand-off, the connection frame loop, and the two kinds of
 // consensus groups a node drives — the metadata group on shard 0 and one
 // group per partition on its owning shard — with their state machines and
 // storage. cmd/iggo-server only wires configuration and logging to it.
@@ -311,9 +312,10 @@
 //	replica_id=<decimal>
 //	started=<RFC 3339, UTC, nanoseconds>
 //
-// Start then binds the client listener and, in cluster mode, the replica
-// plane's, and only then recovers storage, so a start that cannot bind
-// its ports fails without touching the data; accepting starts after
+// Start then loads the client listeners' TLS certificates, binds the
+// client listeners and, in cluster mode, the replica plane's, and only then
+// recovers storage, so a start that cannot bind its ports or read a
+// certificate fails without touching the data; accepting starts after
 // recovery (connections wait in the listen backlog meanwhile). Gossip binds
 // later and never fails a start (it retries). Recovery itself is the same
 // whether the previous run stopped cleanly or crashed.
@@ -433,8 +435,9 @@
 // (config.ClusterNode.ClientHost against the socket's remote address: the
 // longest matching advertised_addresses client_cidr, else
 // advertised_address, else the roster ip), its tcp port the roster's and,
-// with http.enabled, its http port the roster's ports.http; quic and
-// websocket ports are 0, since iggo does not serve them. Role 0
+// with http.enabled, its http port the roster's ports.http, with
+// websocket.enabled its websocket port the roster's ports.websocket (ws or
+// wss as websocket.tls says); the quic port is 0. Role 0
 // (leader) marks the metadata group's primary in the highest view known:
 // this node's own while its metadata replica is in normal status, or the
 // view a live member announces over gossip while claiming leadership (a
@@ -447,7 +450,7 @@
 // gossip is not running here. 5 (unknown) is never sent: Iggy's Go SDK
 // refuses it. A single node answers one entry: its roster name, leader,
 // healthy, at node.advertised_address (else the bound host), the bound tcp
-// port and the bound http port.
+// port, the bound http port and the bound websocket port.
 //
 // Gossip runs in cluster mode only, on the node's roster gossip port,
 // encrypted and authenticated with the key derived from

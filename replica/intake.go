@@ -30,16 +30,17 @@ const unauthReadBuffer = 4 << 10
 // Kinds of rate-limited client log lines (ratelog); refusals are kinds per
 // limit key (kind + ":" + key), so one limit's flood does not hide another's.
 const (
-	evAccepted      = "conn-accepted"
-	evClosed        = "conn-closed"
-	evRefused       = "conn-refused"
-	evAcceptFailed  = "accept-failed"
-	evFrameRefused  = "frame-refused"
-	evLoginOK       = "login-ok"
-	evLoginFailed   = "login-failed"
-	transportTCP    = "tcp"
-	acceptBackoffLo = 5 * time.Millisecond
-	acceptBackoffHi = 250 * time.Millisecond
+	evAccepted         = "conn-accepted"
+	evClosed           = "conn-closed"
+	evRefused          = "conn-refused"
+	evAcceptFailed     = "accept-failed"
+	evFrameRefused     = "frame-refused"
+	evHandshakeFailed  = "handshake-failed"
+	evTransportRefused = "transport-refused"
+	evLoginOK          = "login-ok"
+	evLoginFailed      = "login-failed"
+	acceptBackoffLo    = 5 * time.Millisecond
+	acceptBackoffHi    = 250 * time.Millisecond
 )
 
 // initIntake builds the budgets, frame limits and login guard from the
@@ -153,7 +154,7 @@ func (c *conn) readFailed(err error) bool {
 		fe *wire.FrameSizeError
 		le *intake.LimitError
 		te *intake.TimeoutError
-		se *transport.StreamError
+		pe *transport.ProtocolError
 	)
 	switch {
 	case errors.As(err, &le) && le.Answerable:
@@ -178,11 +179,11 @@ func (c *conn) readFailed(err error) bool {
 			"body": intake.KeyFrameBodyTimeout}[te.Phase]
 		c.n.clientLog.Info(evFrameRefused+":"+key, "closing connection: read deadline passed", c.fields(zap.String("limit", key),
 			zap.Duration("value", te.After), zap.Int("bytes", te.Got))...)
-	case errors.As(err, &se):
-		c.n.clientLog.Info(evFrameRefused+":quic-stream", "closing connection: "+se.Reason, c.fields()...)
 	case errors.As(err, &fe):
 		c.n.clientLog.Info(evFrameRefused, "closing connection: frame size out of range", c.fields(zap.String("limit", "message_bus.max_message_size"),
 			zap.Uint32("max", fe.Max), zap.Uint32("size", fe.Size))...)
+	case errors.As(err, &pe):
+		c.n.clientLog.Warn(evTransportRefused, "closing connection: message refused", c.fields(zap.String("reason", pe.Reason))...)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	default:
 		c.log.Debug("connection read failed", zap.Error(err))

@@ -157,7 +157,11 @@ type Node struct {
 
 	dirLock *datadir.Lock
 	ln      net.Listener
-	handoff *shard.RoundRobin
+	// listeners are the client transports bound (listeners.go); ln is
+	// the tcp one's socket.
+	listeners []transport.Listener
+	wsBound   string
+	handoff   *shard.RoundRobin
 	// Client intake (intake.go): admission, budgets and frame limits, the
 	// login guard and the rate-limited client log.
 	admission    *intake.Admission
@@ -170,8 +174,8 @@ type Node struct {
 	// The HTTP API's listeners (bindHTTP) and bound addresses.
 	httpLn, metricsLn       net.Listener
 	httpBound, metricsBound string
-	// The QUIC endpoint (quic.go) and its bound address.
-	quicLn    *transport.QUICListener
+	// The QUIC endpoint's bound address (quic.go; its listener is one of
+	// listeners).
 	quicBound string
 
 	clients clientRegistry
@@ -355,8 +359,7 @@ func (n *Node) Start() (err error) {
 				_ = n.plane.Close()
 			}
 			n.stopHTTP()
-			n.closeQUIC()
-			_ = n.ln.Close()
+			n.closeClientListeners()
 		}
 		n.releaseDataDir()
 	}()
@@ -898,49 +901,16 @@ func (n *Node) serve() error {
 	if err := n.serveHTTP(); err != nil {
 		return err
 	}
-	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound, QUIC: n.quicBound,
+	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound, WebSocket: n.wsBound, QUIC: n.quicBound,
 		MetricsOpen: n.metricsBound, ReplicaID: n.opts.ReplicaID}); err != nil {
 		n.stopHTTP()
 		return err
 	}
-	n.bg.Add(1)
-	go n.acceptLoop(n.ln, transportTCP)
-	if n.quicLn != nil {
+	for _, l := range n.listeners {
 		n.bg.Add(1)
-		go n.acceptLoop(n.quicLn, transportQUIC)
-		n.log.Info("quic listening", zap.String("address", n.quicBound))
+		go n.acceptLoop(l)
 	}
 	return nil
-}
-
-// acceptLoop runs on the listener's goroutine on behalf of shard 0: each
-// connection ln accepts goes to serveClient as transport before a byte is
-// read. Failed accepts (out of descriptors, above all) back off instead of
-// spinning.
-func (n *Node) acceptLoop(ln net.Listener, transport string) {
-	defer n.bg.Done()
-	bo := intake.AcceptBackoff{Min: acceptBackoffLo, Max: acceptBackoffHi}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if n.stopping.Load() {
-				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if !n.acceptFailed(&bo, transport, err) {
-				return
-			}
-			continue
-		}
-		bo.Succeeded()
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		n.serveClient(transport, c)
-	}
 }
 
 // startBackground starts the periodic work: retention and PAT expiry.
@@ -1008,10 +978,7 @@ func (n *Node) Close() error {
 		close(n.stop)
 		n.stopGossip() // first, so the others see this node leave rather than fail
 		n.stopHTTP()
-		if n.ln != nil {
-			_ = n.ln.Close()
-		}
-		n.closeQUIC()
+		n.closeClientListeners()
 		n.clients.closeAll()
 		n.bg.Wait()
 		if n.plane != nil {

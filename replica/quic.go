@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/replica/transport"
-	"github.com/iggo/iggo/wire"
 )
 
 // The QUIC client listener ([quic]): shard 0's UDP endpoint. Its
@@ -16,7 +15,9 @@ import (
 // endpoint and cannot move), through serveClient like every transport, so
 // partition work reaches the owning shards' inboxes as any request does.
 
-const transportQUIC = "quic"
+// transportQUIC is the QUIC listener's name (serveClient keeps it on
+// shard 0).
+const transportQUIC = transport.QUIC
 
 // quicListenAddr is where the QUIC endpoint binds: quic.address, or in
 // cluster mode its host with the roster's ports.quic of this node.
@@ -39,7 +40,7 @@ func (n *Node) bindQUIC() error {
 	if !q.Enabled {
 		return nil
 	}
-	tlsConf, err := transport.QUICTLS(q.Certificate)
+	tlsConf, err := transport.QUICTLS(q.Certificate, n.certHosts()...)
 	if err != nil {
 		return fmt.Errorf("replica: %w", err)
 	}
@@ -59,14 +60,10 @@ func (n *Node) bindQUIC() error {
 	if err != nil {
 		return fmt.Errorf("replica: quic listener: %w", err)
 	}
-	n.quicLn, n.quicBound = ln, ln.Addr().String()
+	n.listeners = append(n.listeners, ln)
+	n.quicBound = ln.Addr().String()
+	n.log.Info("quic listening", zap.String("address", n.quicBound))
 	return nil
-}
-
-func (n *Node) closeQUIC() {
-	if n.quicLn != nil {
-		_ = n.quicLn.Close()
-	}
 }
 
 // QUICAddr is the bound QUIC (UDP) address, empty without [quic].
@@ -80,12 +77,4 @@ func (n *Node) quicPort() uint16 {
 	}
 	v, _ := strconv.Atoi(p)
 	return uint16(v)
-}
-
-// transportCode is the wire code GET_CLIENT(S) report for a transport name.
-func transportCode(name string) uint8 {
-	if name == transportQUIC {
-		return wire.TransportQUIC
-	}
-	return wire.TransportTCP
 }

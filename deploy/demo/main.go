@@ -60,6 +60,8 @@ type options struct {
 	timeout     time.Duration
 	visibleWait time.Duration
 	requestTime time.Duration
+	// tlsCAFile, when set, connects with TLS trusting that CA.
+	tlsCAFile string
 }
 
 func main() {
@@ -106,6 +108,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	pass := fs.String("password", env("IGGY_PASSWORD", "iggy"), "password ($IGGY_PASSWORD)")
 	stream := fs.String("stream", env("IGGO_DEMO_STREAM", "demo"), "stream name, created if missing ($IGGO_DEMO_STREAM)")
 	topic := fs.String("topic", env("IGGO_DEMO_TOPIC", "events"), "topic name, created if missing ($IGGO_DEMO_TOPIC)")
+	caFile := fs.String("tls-ca-file", env("IGGO_DEMO_TLS_CA_FILE", ""), "connect with TLS, trusting the CA in this PEM file ($IGGO_DEMO_TLS_CA_FILE)")
 	var o options
 	var partitions, messages, batch, payload int
 	var wait, timeout, visibleWait, requestTime time.Duration
@@ -147,6 +150,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
+	o.tlsCAFile = *caFile
 	for _, a := range strings.Split(*addrs, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			o.addresses = append(o.addresses, a)
@@ -265,6 +269,13 @@ func (d *demo) trySetup(ctx context.Context) error {
 	cfg.Username, cfg.Password = d.o.username, d.o.password
 	cfg.SDKName = "iggo-demo"
 	cfg.RequestTimeout = d.o.requestTime
+	if d.o.tlsCAFile != "" {
+		tc, err := client.TLSOptions{CAFile: d.o.tlsCAFile}.Config()
+		if err != nil {
+			return err
+		}
+		cfg.TLS = tc
+	}
 	c, err := client.Dial(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect and log in: %w", err)

@@ -11,7 +11,7 @@
 //
 // Every key either acts or refuses to start: nothing is accepted and
 // ignored. Keys of features this build does not serve
-// ([websocket], [telemetry], TLS on [tcp]) are parsed and
+// ([telemetry]) are parsed and
 // validated like the rest, and turning one on refuses to start with a
 // message saying it is not available (a TLS setting never falls back to
 // plaintext). [http] is served, enabled by default as in Iggy. Iggy keys

@@ -27,12 +27,11 @@ var Refused = []Refusal{
 	// transport is implemented (the keys under it are then read, which the
 	// key walk test checks): a security setting never falls back, so TLS
 	// asked for and not served refuses instead of serving plaintext.
-	{Key: "tcp.tls.enabled", Reason: "TLS on the TCP transport is not available in this build (it would serve plaintext); set it to false", Probe: "true"},
-	{Key: "websocket.enabled", Reason: "the WebSocket transport is not available in this build; set it to false", Probe: "true"},
-	{Key: "websocket.tls.enabled", Reason: "WebSocket TLS is not available in this build; set it to false", Probe: "true"},
 	{Key: "quic.send_window", Reason: "quic-go, which serves QUIC in this build, has no send-window setting (data in flight is bounded by the client's receive window and congestion control); only the default is accepted", Probe: "1 MiB"},
 	{Key: "telemetry.enabled", Reason: "OpenTelemetry export is not available in this build; set it to false", Probe: "true"},
-	{Key: "tcp.enabled", Reason: "TCP is the only client transport this build serves; it cannot be turned off", Probe: "false"},
+	// A WebSocket setting its library (coder/websocket) has no knob for.
+	{Key: "websocket.accept_unmasked_frames", Reason: "this build's WebSocket library always refuses unmasked client frames (RFC 6455); only false is accepted", Probe: "true"},
+	{Key: "tcp.enabled", Reason: "this build always serves TCP (its tooling and health checks use it); it cannot be turned off", Probe: "false"},
 
 	// Owned by other work: partition.dedup_clients_max (exactly-once
 	// sends) is refused until it lands.
@@ -69,9 +68,6 @@ type Gate struct {
 
 // Gated lists the keys that only a refused setting would bring into effect.
 var Gated = []Gate{
-	{Prefix: "tcp.tls", Gate: "tcp.tls.enabled"},
-	{Prefix: "websocket", Gate: "websocket.enabled"},
-	{Prefix: "cluster.nodes[].ports.websocket", Gate: "websocket.enabled"},
 	{Prefix: "telemetry", Gate: "telemetry.enabled"},
 }
 

@@ -85,7 +85,7 @@ func TestUnavailableTransportsRefusedOnly(t *testing.T) {
 		}
 	}
 	// quic.enabled is served: with valid settings it raises no problem.
-	for _, k := range []string{"websocket.enabled", "telemetry.enabled"} {
+	for _, k := range []string{"telemetry.enabled"} {
 		if !got[k] {
 			t.Errorf("%s = true not refused: %v", k, ve)
 		}

@@ -12,7 +12,7 @@ package transport
 // written. The only bytes looked at are the frame size fields; commands are
 // the serving path's.
 //
-// Bad streams end the connection with a *StreamError (which the serving
+// Bad streams end the connection with a *ProtocolError (which the serving
 // path logs, rate-limited): a stream that opens and carries no whole
 // request header within the grace, a stream that ends inside a frame or carries more than
 // one frame, a reply written with no request in flight. The connection is
@@ -21,17 +21,11 @@ package transport
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"sync"
@@ -48,14 +42,6 @@ const (
 	QUICShutdown          quic.ApplicationErrorCode = 0x1003
 	QUICProtocolViolation quic.ApplicationErrorCode = 0x1004
 )
-
-// StreamError is a QUIC stream that broke the one-frame-each-way rule; the
-// connection it came on is closed.
-type StreamError struct {
-	Reason string
-}
-
-func (e *StreamError) Error() string { return "quic stream refused: " + e.Reason }
 
 // sizeOffset is where a frame header holds the frame's total length (u32 LE).
 const sizeOffset = 48
@@ -125,7 +111,7 @@ func (c *StreamConn) refuse(format string, args ...any) error {
 	c.mu.Lock()
 	c.violation = true
 	c.mu.Unlock()
-	return &StreamError{Reason: fmt.Sprintf(format, args...)}
+	return &ProtocolError{Transport: QUIC, Reason: fmt.Sprintf(format, args...)}
 }
 
 // next waits for the client's next stream under the read deadline.
@@ -366,15 +352,16 @@ func QUICConfig(q config.QUICConfig, handshakeGrace time.Duration) *quic.Config 
 const maxIdleTimeout = 100 * 365 * 24 * time.Hour
 
 // QUICTLS is the listener's TLS configuration from [quic.certificate]: the
-// PEM files, or with self_signed a certificate generated at start for
-// localhost and the loopback addresses (the files are then not read). QUIC
+// PEM files, or with self_signed a certificate generated at start for hosts,
+// localhost and the loopback addresses (the files are then not read, as in
+// Iggy). QUIC
 // runs TLS 1.3; no ALPN is advertised (Iggy's server and SDK set none).
 // A missing or unreadable file is an error naming its key.
-func QUICTLS(c config.QUICCertificateConfig) (*tls.Config, error) {
+func QUICTLS(c config.QUICCertificateConfig, hosts ...string) (*tls.Config, error) {
 	var cert tls.Certificate
 	if c.SelfSigned {
 		var err error
-		if cert, err = selfSignedQUIC([]string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}); err != nil {
+		if cert, err = SelfSigned(hosts...); err != nil {
 			return nil, fmt.Errorf("quic.certificate.self_signed: %w", err)
 		}
 	} else {
@@ -391,35 +378,6 @@ func QUICTLS(c config.QUICCertificateConfig) (*tls.Config, error) {
 		}
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, nil
-}
-
-// selfSignedQUIC generates an ECDSA P-256 certificate valid for a year for the
-// names and addresses given.
-func selfSignedQUIC(names []string, ips []net.IP) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: "iggo self-signed"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: names, IPAddresses: ips, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }
 
 // QUICListener is a QUIC endpoint as a net.Listener: Accept returns each
@@ -476,3 +434,6 @@ func (l *QUICListener) Close() error {
 
 // Addr is the bound UDP address.
 func (l *QUICListener) Addr() net.Addr { return l.pc.LocalAddr() }
+
+// Name is the transport's name (QUIC).
+func (l *QUICListener) Name() string { return QUIC }

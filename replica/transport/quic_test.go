@@ -23,14 +23,6 @@ import (
 	"github.com/iggo/iggo/wire"
 )
 
-// frame builds a frame of n bytes (header included) whose bytes after the
-// size field are fill.
-func frame(n int, fill byte) []byte {
-	b := bytes.Repeat([]byte{fill}, n)
-	binary.LittleEndian.PutUint32(b[sizeOffset:], uint32(n))
-	return b
-}
-
 // serverFor starts a listener on loopback; each accepted StreamConn is
 // handed to serve on its own goroutine. It returns the address.
 func serverFor(t *testing.T, grace time.Duration, serve func(net.Conn)) string {
@@ -138,7 +130,7 @@ func TestStreamPerCommand(t *testing.T) {
 	_ = qc.CloseWithError(0, "bye")
 	select {
 	case err := <-done:
-		if errors.As(err, new(*StreamError)) {
+		if errors.As(err, new(*ProtocolError)) {
 			t.Fatalf("a clean close was refused: %v", err)
 		}
 	case <-time.After(30 * time.Second):
@@ -147,7 +139,7 @@ func TestStreamPerCommand(t *testing.T) {
 }
 
 // TestBadStreamsRefused: each malformed stream ends the connection with a
-// StreamError naming what was wrong, and the client sees the protocol
+// ProtocolError naming what was wrong, and the client sees the protocol
 // violation code.
 func TestBadStreamsRefused(t *testing.T) {
 	cases := []struct {
@@ -180,9 +172,9 @@ func TestBadStreamsRefused(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("server did not refuse the stream")
 			}
-			var se *StreamError
+			var se *ProtocolError
 			if !errors.As(err2, &se) || !strings.Contains(se.Reason, tc.reason) {
-				t.Fatalf("server ended with %v, want a StreamError %q", err2, tc.reason)
+				t.Fatalf("server ended with %v, want a ProtocolError %q", err2, tc.reason)
 			}
 			select {
 			case <-qc.Context().Done():
@@ -209,9 +201,9 @@ func TestWriteWithoutRequest(t *testing.T) {
 	dial(t, addr)
 	select {
 	case err := <-got:
-		var se *StreamError
+		var se *ProtocolError
 		if !errors.As(err, &se) {
-			t.Fatalf("write with no request: %v, want a StreamError", err)
+			t.Fatalf("write with no request: %v, want a ProtocolError", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no connection")
@@ -244,7 +236,7 @@ func TestReadDeadline(t *testing.T) {
 // file is an error naming its key.
 func TestCertificateFiles(t *testing.T) {
 	dir := t.TempDir()
-	cert, err := selfSignedQUIC([]string{"localhost"}, nil)
+	cert, err := SelfSigned()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // TestQUICTransport: the CLI and the benchmark reach the server over QUIC
 // with --transport quic; what the CLI created over QUIC is seen over TCP.
 func TestQUICTransport(t *testing.T) {
-	srv := harness.Start(t, harness.Options{DefaultRoot: true, Env: harness.QUICEnv})
+	srv := harness.Start(t, harness.Options{DefaultRoot: true, Serve: []harness.Transport{harness.QUIC}})
 	e := newCLI(t, srv)
 	quic := []string{"--transport", "quic", "--quic-server-address", srv.QUICAddr, "-u", "iggy", "-p", "iggy"}
 	r := e.exec(t, "", append(quic, "stream", "create", "over-quic")...)

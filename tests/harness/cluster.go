@@ -54,6 +54,10 @@ type ClusterOptions struct {
 	// bounds the wait for the whole cluster to serve (defaults 60 s, 90 s).
 	StartTimeout time.Duration
 	ReadyTimeout time.Duration
+	// Transport is the client transport every node serves and the
+	// cluster's clients use (zero: plaintext TCP). TLS transports share one
+	// test PKI (Cluster.PKI); WebSocket ones get a roster websocket port.
+	Transport Transport
 }
 
 // Node is one member of a Cluster.
@@ -65,6 +69,8 @@ type Node struct {
 	// HTTPPort its roster ports.
 	IP                                         string
 	TCPPort, ReplicaPort, GossipPort, HTTPPort int
+	// WSPort is the roster websocket port (0: not served).
+	WSPort int
 }
 
 // Cluster is a running N-node cluster. Every process is killed when the
@@ -76,6 +82,8 @@ type Cluster struct {
 	Dir        string
 	ConfigPath string
 	Nodes      []*Node
+	// PKI signs every node's certificate when the transport is TLS.
+	PKI *PKI
 }
 
 // harnessClusterTiming makes failover fast enough for tests while staying
@@ -173,8 +181,12 @@ func ClusterConfig(name, secret string, shards int, clusterTOML string, nodes []
 	}
 	fmt.Fprintf(&sb, "\n[cluster.auth]\nenabled = true\nshared_secret = %q\n", secret)
 	for _, n := range nodes {
-		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = %q\nip = %q\nreplica_id = %d\nports = { tcp = %d, tcp_replica = %d, gossip = %d, http = %d }\n",
-			n.Name, n.IP, n.ID, n.TCPPort, n.ReplicaPort, n.GossipPort, n.HTTPPort)
+		ws := ""
+		if n.WSPort != 0 {
+			ws = fmt.Sprintf(", websocket = %d", n.WSPort)
+		}
+		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = %q\nip = %q\nreplica_id = %d\nports = { tcp = %d, tcp_replica = %d, gossip = %d, http = %d%s }\n",
+			n.Name, n.IP, n.ID, n.TCPPort, n.ReplicaPort, n.GossipPort, n.HTTPPort, ws)
 	}
 	return sb.String()
 }
@@ -234,7 +246,13 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	for i := 0; i < opts.Nodes; i++ {
 		n := &Node{ID: i, Name: fmt.Sprintf("node-%d", i), IP: ips[i]}
 		n.TCPPort, n.ReplicaPort, n.GossipPort, n.HTTPPort = port(n.IP, false), port(n.IP, false), port(n.IP, true), port(n.IP, false)
+		if opts.Transport.WS {
+			n.WSPort = port(n.IP, false)
+		}
 		c.Nodes = append(c.Nodes, n)
+	}
+	if opts.Transport.TLS {
+		c.PKI = MustPKI(t)
 	}
 	c.ConfigPath = filepath.Join(c.Dir, "cluster.toml")
 	cfg := ClusterConfig(opts.Name, opts.Secret, opts.Shards, opts.ClusterTOML, c.Nodes) + opts.ExtraTOML
@@ -246,6 +264,9 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 			"IGGY_TCP_ADDRESS=" + net.JoinHostPort(n.IP, strconv.Itoa(n.TCPPort)),
 			"IGGY_HTTP_ADDRESS=" + net.JoinHostPort(n.IP, strconv.Itoa(n.HTTPPort)),
 		}, opts.Env...)
+		if n.WSPort != 0 {
+			env = append(env, "IGGY_WEBSOCKET_ADDRESS="+net.JoinHostPort(n.IP, strconv.Itoa(n.WSPort)))
+		}
 		args := append([]string{"--config", c.ConfigPath, "--replica-id", strconv.Itoa(n.ID)}, opts.Args...)
 		n.Server = newServer(t, Options{
 			Binary:       opts.Binary,
@@ -255,6 +276,8 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 			DefaultRoot:  !opts.NoDefaultRoot,
 			StartTimeout: opts.StartTimeout,
 			LogTail:      24 << 10,
+			Transport:    opts.Transport,
+			PKI:          c.PKI,
 		})
 	}
 	return c
@@ -267,10 +290,19 @@ func (c *Cluster) Options() ClusterOptions { return c.opts }
 // Size is the number of nodes.
 func (c *Cluster) Size() int { return len(c.Nodes) }
 
-// Addr is node i's client address.
+// Addr is node i's client address (of the cluster's transport).
 func (c *Cluster) Addr(i int) string {
 	n := c.Nodes[i]
+	if n.WSPort != 0 {
+		return net.JoinHostPort(n.IP, strconv.Itoa(n.WSPort))
+	}
 	return net.JoinHostPort(n.IP, strconv.Itoa(n.TCPPort))
+}
+
+// transportConfig points cfg at addrs over the cluster's transport.
+func (c *Cluster) transportConfig(cfg *client.Config, addrs []string) {
+	c.opts.Transport.configure(cfg, "", "", "", c.PKI)
+	cfg.Addresses = addrs
 }
 
 // ReplicaAddr is node i's replica-plane address.
@@ -360,7 +392,7 @@ func (c *Cluster) Restart(i int, fresh bool) {
 // redirection, no reconnect elsewhere.
 func (c *Cluster) ClientConfig(i int, username, password string) client.Config {
 	cfg := client.DefaultConfig()
-	cfg.Addresses = []string{c.Addr(i)}
+	c.transportConfig(&cfg, []string{c.Addr(i)})
 	cfg.Username, cfg.Password = username, password
 	cfg.HeartbeatInterval = 0
 	cfg.MaxRedirects = 0
@@ -372,7 +404,7 @@ func (c *Cluster) ClientConfig(i int, username, password string) client.Config {
 // node and reconnects (the default client behaviour).
 func (c *Cluster) ClusterClientConfig(username, password string) client.Config {
 	cfg := client.DefaultConfig()
-	cfg.Addresses = c.Addrs()
+	c.transportConfig(&cfg, c.Addrs())
 	cfg.Username, cfg.Password = username, password
 	cfg.HeartbeatInterval = 0
 	return cfg

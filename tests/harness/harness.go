@@ -120,6 +120,14 @@ type Options struct {
 	// LogTail is how many bytes of output are logged when the test fails
 	// (default 8 KiB).
 	LogTail int
+	// Transport is how Client, Root and ClientConfig reach the server
+	// (zero: plaintext TCP); Serve lists further transports to serve. Any
+	// TLS transport gets a test PKI (Server.PKI).
+	Transport Transport
+	Serve     []Transport
+	// PKI, when set, is used instead of a fresh one (a cluster's nodes
+	// share theirs).
+	PKI *PKI
 	// NoFile, when set, runs the server with RLIMIT_NOFILE soft and hard
 	// at this many descriptors (through /bin/sh's ulimit, which then execs
 	// the server: the process keeps the shell's pid).
@@ -144,6 +152,11 @@ type Server struct {
 	MetricsAddr string
 	// QUICAddr is the bound QUIC (UDP) address ("" when quic is off).
 	QUICAddr string
+	// WSAddr is the bound WebSocket address ("" when not served).
+	WSAddr string
+	// PKI signs the server's certificate when it serves TLS.
+	PKI  *PKI
+	tenv []string
 }
 
 // Start launches a server and waits until it serves.
@@ -169,7 +182,21 @@ func newServer(t testing.TB, opts Options) *Server {
 	if opts.LogTail == 0 {
 		opts.LogTail = 8 << 10
 	}
-	s := &Server{t: t, opts: opts}
+	s := &Server{t: t, opts: opts, PKI: opts.PKI}
+	ts := append([]Transport{opts.Transport}, opts.Serve...)
+	for i := range ts {
+		if ts[i].Name == "" {
+			ts[i] = TCP
+		}
+		if ts[i].TLS && s.PKI == nil {
+			s.PKI = MustPKI(t)
+		}
+	}
+	env, err := transportEnv(ts, s.PKI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.tenv = env
 	t.Cleanup(func() {
 		s.Kill()
 		if t.Failed() {
@@ -249,6 +276,7 @@ func (s *Server) env() []string {
 	if !hasHTTP {
 		env = append(env, "IGGY_HTTP_ADDRESS=127.0.0.1:0")
 	}
+	env = append(env, s.tenv...)
 	return append(env, s.opts.Env...)
 }
 
@@ -299,7 +327,7 @@ func (s *Server) start(extra []string, clearRuntime bool) {
 	}
 	exited := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.exited, s.out, s.Addr, s.HTTPAddr, s.MetricsAddr, s.QUICAddr = cmd, exited, out, "", "", "", ""
+	s.cmd, s.exited, s.out, s.Addr, s.HTTPAddr, s.MetricsAddr, s.WSAddr, s.QUICAddr = cmd, exited, out, "", "", "", "", ""
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -325,6 +353,9 @@ func (s *Server) awaitAddr() {
 			s.Addr = rt.TCP.Address
 			if rt.QUIC.Enabled {
 				s.QUICAddr = rt.QUIC.Address
+			}
+			if rt.WebSocket.Enabled {
+				s.WSAddr = rt.WebSocket.Address
 			}
 			if rt.HTTP.Enabled {
 				s.HTTPAddr = rt.HTTP.Address
@@ -364,6 +395,10 @@ type runtimeDoc struct {
 			OpenAddress string `toml:"open_address"`
 		} `toml:"metrics"`
 	} `toml:"http"`
+	WebSocket struct {
+		Enabled bool   `toml:"enabled"`
+		Address string `toml:"address"`
+	} `toml:"websocket"`
 }
 
 func readRuntime(path string) (runtimeDoc, error) {
@@ -504,8 +539,17 @@ func (s *Server) HTTPURL() string {
 
 // ClientConfig is a client configuration for this server.
 func (s *Server) ClientConfig(username, password string) client.Config {
+	return s.ClientConfigOver(s.opts.Transport, username, password)
+}
+
+// ClientConfigOver is ClientConfig over transport tr (one the server
+// serves).
+func (s *Server) ClientConfigOver(tr Transport, username, password string) client.Config {
 	cfg := client.DefaultConfig()
-	cfg.Addresses = []string{s.Addr}
+	if tr.Name == "" {
+		tr = TCP
+	}
+	tr.configure(&cfg, s.Addr, s.WSAddr, s.QUICAddr, s.PKI)
 	cfg.Username, cfg.Password = username, password
 	cfg.HeartbeatInterval = 0
 	return cfg
@@ -514,11 +558,18 @@ func (s *Server) ClientConfig(username, password string) client.Config {
 // Client connects a logged-in client (closed when the test ends).
 func (s *Server) Client(t testing.TB, username, password string) *client.Client {
 	t.Helper()
+	return s.ClientOver(t, s.opts.Transport, username, password)
+}
+
+// ClientOver is Client over transport tr.
+func (s *Server) ClientOver(t testing.TB, tr Transport, username, password string) *client.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, s.ClientConfig(username, password))
+	cfg := s.ClientConfigOver(tr, username, password)
+	c, err := client.Dial(ctx, cfg)
 	if err != nil {
-		t.Fatalf("harness: connecting to %s: %v", s.Addr, err)
+		t.Fatalf("harness: connecting to %v over %s: %v", cfg.Addresses, tr, err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -526,6 +577,11 @@ func (s *Server) Client(t testing.TB, username, password string) *client.Client 
 
 // Root connects as iggy/iggy (servers started with DefaultRoot).
 func (s *Server) Root(t testing.TB) *client.Client { return s.Client(t, "iggy", "iggy") }
+
+// RootOver is Root over transport tr.
+func (s *Server) RootOver(t testing.TB, tr Transport) *client.Client {
+	return s.ClientOver(t, tr, "iggy", "iggy")
+}
 
 type syncBuffer struct {
 	mu sync.Mutex

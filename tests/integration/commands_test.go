@@ -9,18 +9,21 @@ import (
 	"time"
 
 	"github.com/iggo/iggo/client"
+	"github.com/iggo/iggo/tests/harness"
 	"github.com/iggo/iggo/wire"
 )
 
-func TestSystemCommands(t *testing.T) {
-	s := start(t)
+func TestSystemCommands(t *testing.T) { overTransports(t, testSystemCommands) }
+
+func testSystemCommands(t *testing.T, tr harness.Transport) {
+	s := startOver(t, tr)
 	c := s.Root(t)
 	ctx := ctxT(t)
 
 	must(t, c.Ping(ctx), "ping")
 	me, err := c.GetMe(ctx)
 	must(t, err, "get me")
-	if me.UserID != 0 || me.Transport != wire.TransportTCP || me.Address == "" {
+	if me.UserID != 0 || me.Transport != tr.Wire() || me.Address == "" {
 		t.Fatalf("get me: %+v", me)
 	}
 	clients, err := c.GetClients(ctx)
@@ -47,6 +50,12 @@ func TestSystemCommands(t *testing.T) {
 	if len(cm.Nodes) != 1 || cm.Nodes[0].Role != wire.RoleLeader || cm.Nodes[0].Status != wire.NodeHealthy ||
 		cm.Nodes[0].IP != host || port != itoa(int(cm.Nodes[0].TCPPort)) {
 		t.Fatalf("cluster metadata %+v, bound %s", cm, s.Addr)
+	}
+	if _, wsPort, _ := net.SplitHostPort(s.WSAddr); (s.WSAddr == "") != (cm.Nodes[0].WSPort == 0) || (s.WSAddr != "" && wsPort != itoa(int(cm.Nodes[0].WSPort))) {
+		t.Fatalf("cluster metadata websocket port %d, bound %q", cm.Nodes[0].WSPort, s.WSAddr)
+	}
+	if _, qPort, _ := net.SplitHostPort(s.QUICAddr); (s.QUICAddr == "") != (cm.Nodes[0].QUICPort == 0) || (s.QUICAddr != "" && qPort != itoa(int(cm.Nodes[0].QUICPort))) {
+		t.Fatalf("cluster metadata quic port %d, bound %q", cm.Nodes[0].QUICPort, s.QUICAddr)
 	}
 
 	opts, err := c.DescribeOptions(ctx, wire.ScopeTopic)
@@ -103,8 +112,10 @@ func appendInt(b []byte, v int) []byte {
 	return append(b, byte('0'+v%10))
 }
 
-func TestStreamsTopicsPartitions(t *testing.T) {
-	s := start(t)
+func TestStreamsTopicsPartitions(t *testing.T) { overTransports(t, testStreamsTopicsPartitions) }
+
+func testStreamsTopicsPartitions(t *testing.T, tr harness.Transport) {
+	s := startOver(t, tr)
 	c := s.Root(t)
 	ctx := ctxT(t)
 
@@ -230,8 +241,10 @@ func waitFor(t testing.TB, cond func() bool, what string) {
 	}
 }
 
-func TestSendAndPoll(t *testing.T) {
-	s := start(t)
+func TestSendAndPoll(t *testing.T) { overTransports(t, testSendAndPoll) }
+
+func testSendAndPoll(t *testing.T, tr harness.Transport) {
+	s := startOver(t, tr)
 	c := s.Root(t)
 	ctx := ctxT(t)
 	createStreamTopic(t, c, "m", "t", 3, nil)
@@ -310,8 +323,10 @@ func TestSendAndPoll(t *testing.T) {
 	wantCode(t, err, wire.CodePartitionNotFound, "poll of a missing partition")
 }
 
-func TestConsumerOffsets(t *testing.T) {
-	s := start(t)
+func TestConsumerOffsets(t *testing.T) { overTransports(t, testConsumerOffsets) }
+
+func testConsumerOffsets(t *testing.T, tr harness.Transport) {
+	s := startOver(t, tr)
 	c := s.Root(t)
 	ctx := ctxT(t)
 	createStreamTopic(t, c, "o", "t", 2, nil)
@@ -348,8 +363,10 @@ func TestConsumerOffsets(t *testing.T) {
 	wantCode(t, err, wire.CodePartitionNotFound, "offset of a missing partition")
 }
 
-func TestSegmentsAndDeleteSegments(t *testing.T) {
-	s := start(t)
+func TestSegmentsAndDeleteSegments(t *testing.T) { overTransports(t, testSegmentsAndDeleteSegments) }
+
+func testSegmentsAndDeleteSegments(t *testing.T, tr harness.Transport) {
+	s := startOver(t, tr)
 	c := s.Root(t)
 	ctx := ctxT(t)
 	createStreamTopic(t, c, "seg", "t", 1, wire.Options{}.With("segment_size", wire.Uint64Value(1<<20)))
@@ -382,8 +399,10 @@ func TestSegmentsAndDeleteSegments(t *testing.T) {
 	}
 }
 
-func TestUsersPermissionsAndTokens(t *testing.T) {
-	s := start(t)
+func TestUsersPermissionsAndTokens(t *testing.T) { overTransports(t, testUsersPermissionsAndTokens) }
+
+func testUsersPermissionsAndTokens(t *testing.T, tr harness.Transport) {
+	s := startOver(t, tr)
 	root := s.Root(t)
 	ctx := ctxT(t)
 	createStreamTopic(t, root, "perm", "t", 1, nil)
@@ -489,8 +508,10 @@ func TestUsersPermissionsAndTokens(t *testing.T) {
 	}
 }
 
-func TestConsumerGroups(t *testing.T) {
-	s := start(t)
+func TestConsumerGroups(t *testing.T) { overTransports(t, testConsumerGroups) }
+
+func testConsumerGroups(t *testing.T, tr harness.Transport) {
+	s := startOver(t, tr)
 	root := s.Root(t)
 	ctx := ctxT(t)
 	createStreamTopic(t, root, "g", "t", 4, nil)

@@ -170,16 +170,8 @@ type Server struct {
 	Password string
 	Token    string
 	TLS      *tls.Config
-	// Transport is client.TransportTCP (also when empty) or TransportQUIC.
+	// Transport is the client transport (client.TransportTCP when empty).
 	Transport string
-}
-
-// transportName is the report's transport ("tcp" when unset).
-func (s Server) transportName() string {
-	if s.Transport == "" {
-		return "tcp"
-	}
-	return s.Transport
 }
 
 // Params are a benchmark's parameters.
@@ -404,3 +396,21 @@ const TopicName = "topic-1"
 
 // GroupName is the consumer group of group kinds in stream i.
 func GroupName(i int) string { return "bench-cg-" + strconv.Itoa(i) }
+
+// TransportName names the transport in reports: tcp, tcp-tls, ws, wss or
+// quic.
+func (s Server) TransportName() string {
+	t := s.Transport
+	if t == "" {
+		t = "tcp"
+	}
+	if s.TLS != nil {
+		switch t {
+		case "tcp":
+			return "tcp-tls"
+		case "ws":
+			return "wss"
+		}
+	}
+	return t
+}

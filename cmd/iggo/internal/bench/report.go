@@ -64,7 +64,7 @@ type ReportParams struct {
 
 func reportParams(p *Params) ReportParams {
 	rp := ReportParams{
-		Kind: p.Kind, Command: p.Command, Identifier: p.Identifier, Remark: p.Remark, Transport: p.Server.transportName(), ServerAddress: p.Server.Address,
+		Kind: p.Kind, Command: p.Command, Identifier: p.Identifier, Remark: p.Remark, Transport: p.Server.TransportName(), ServerAddress: p.Server.Address,
 		MessageSize: p.MessageSize.String(), MessagesPerBatch: p.MessagesPerBatch.String(), MessageBatches: p.MessageBatches, TotalData: p.TotalData,
 		Producers: p.Producers, Consumers: p.Consumers, Streams: p.Streams, Partitions: p.Partitions, ConsumerGroups: p.ConsumerGroups,
 		RateLimit: p.RateLimit, WarmupTime: p.WarmupTime.String(), SamplingTime: p.SamplingTime.String(), MovingAverageWindow: p.MovingAverageWindow,

@@ -234,7 +234,8 @@ func firstError(ctx context.Context, errs []error) error {
 func clientConfig(p *Params) client.Config {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{p.Server.Address}
-	cfg.TLS, cfg.Transport = p.Server.TLS, p.Server.Transport
+	cfg.TLS = p.Server.TLS
+	cfg.Transport = p.Server.Transport
 	cfg.Username, cfg.Password, cfg.Token = p.Server.Username, p.Server.Password, p.Server.Token
 	if cfg.Token != "" {
 		cfg.Username, cfg.Password = "", ""

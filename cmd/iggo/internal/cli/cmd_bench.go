@@ -24,6 +24,7 @@ type benchFlags struct {
 	streams, partitions, groups   int
 	readAmplification             float64
 	serverAddress                 string
+	transport                     string
 	username, password, token     string
 	reuse, keep                   bool
 	durability, offsetDurability  string
@@ -120,7 +121,8 @@ func (env *Env) benchKindCmd(kind bench.Kind, alias, short string) *cobra.Comman
 	if kind == bench.PinnedProducerAndConsumer || kind == bench.BalancedProducerAndConsumerGroup {
 		f.Float64VarP(&bf.readAmplification, "read-amplification", "R", d.ReadAmplification, "consumer rate as a multiple of the producer rate (with --rate-limit)")
 	}
-	f.StringVar(&bf.serverAddress, "server-address", "", "server address (default: --tcp-server-address)")
+	f.StringVar(&bf.serverAddress, "server-address", "", "server address (default: the global address of the transport)")
+	f.StringVar(&bf.transport, "transport", "", "tcp, ws or quic (default: the global --transport); TLS comes from the global TLS flags")
 	f.StringVar(&bf.username, "username", "", "username (default: global -u, else iggy)")
 	f.StringVar(&bf.password, "password", "", "password (default: global -p, else iggy)")
 	f.StringVar(&bf.token, "token", "", "personal access token instead of a username")
@@ -204,6 +206,9 @@ func (env *Env) benchParams(cmd *cobra.Command, kind bench.Kind, bf *benchFlags)
 	p.NoCharts, p.Identifier, p.Remark = bf.noCharts, bf.identifier, bf.remark
 	p.Command = "iggo " + strings.Join(redactArgs(env.args, env.root.Flags(), cmd.Flags()), " ")
 
+	if bf.transport != "" {
+		env.Global.Transport = bf.transport
+	}
 	cfg, err := env.ClientConfig(false)
 	if err != nil {
 		return p, err

@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,13 @@ const Version = version.Version
 
 // DefaultAddress is the default server address (Iggy's TCP default).
 const DefaultAddress = "127.0.0.1:8090"
+
+// DefaultWSAddress and DefaultQUICAddress are Iggy's WebSocket and QUIC
+// defaults.
+const (
+	DefaultWSAddress   = "127.0.0.1:8092"
+	DefaultQUICAddress = "127.0.0.1:8080"
+)
 
 // Extension adds a command to the tree.
 type Extension struct {
@@ -108,13 +116,19 @@ type GlobalOptions struct {
 	TLSDomain   string
 	TLSCAFile   string
 	TLSNoVerify bool
-	// Transport is tcp or quic (--transport); QUIC the --quic-* options.
-	Transport string
-	QUIC      QUICOptions
-	Quiet     bool
-	Debug     string
-	Context   string
-	Timeout   time.Duration
+	// Transport is --transport (tcp, ws or quic); WSAddress, QUICAddress
+	// and the WebSocket TLS options are its servers and settings.
+	Transport   string
+	WSAddress   string
+	WSTLS       bool
+	WSTLSDomain string
+	QUICAddress string
+	// QUIC holds the other --quic-* options (quic.go).
+	QUIC    QUICOptions
+	Quiet   bool
+	Debug   string
+	Context string
+	Timeout time.Duration
 }
 
 // Env is the state shared by the commands of one run.
@@ -245,7 +259,13 @@ a number is a numeric id (0-based), anything else a name.`,
 	f.StringVar(&g.TLSDomain, "tcp-tls-domain", "", "TLS server name to verify (default: the address host)")
 	f.StringVar(&g.TLSCAFile, "tcp-tls-ca-file", "", "PEM file of CA certificates to trust")
 	f.BoolVar(&g.TLSNoVerify, "tcp-tls-insecure", false, "do not verify the server certificate (testing only)")
-	f.StringVar(&g.Transport, "transport", client.TransportTCP, "transport to reach the server: tcp or quic")
+	f.StringVar(&g.TLSCAFile, "tls-ca-file", "", "PEM file of CA certificates to trust (TCP TLS and WSS; same as --tcp-tls-ca-file)")
+	f.BoolVar(&g.TLSNoVerify, "tls-insecure", false, "do not verify the server certificate, TCP TLS and WSS (testing only)")
+	f.StringVar(&g.Transport, "transport", client.TransportTCP, "transport: tcp, ws or quic")
+	f.StringVar(&g.WSAddress, "websocket-server-address", DefaultWSAddress, "server WebSocket address (--transport ws)")
+	f.BoolVar(&g.WSTLS, "websocket-tls-enabled", false, "connect to the WebSocket server with TLS (wss)")
+	f.StringVar(&g.WSTLSDomain, "websocket-tls-domain", "", "TLS server name to verify for wss (default: the address host)")
+	f.StringVar(&g.QUICAddress, "quic-server-address", DefaultQUICAddress, "server QUIC address (--transport quic)")
 	addQUICFlags(f, &g.QUIC)
 	f.BoolVarP(&g.Quiet, "quiet", "q", false, "print only requested data, no status lines")
 	f.StringVarP(&g.Debug, "debug", "d", "", "write a debug log of client events to this file")
@@ -419,7 +439,6 @@ func (env *Env) ClientConfig(withLogin bool) (client.Config, error) {
 	}
 	g := &env.Global
 	cfg := client.DefaultConfig()
-	cfg.Addresses = []string{g.Address}
 	cfg.SDKName = "iggo-cli"
 	cfg.SDKVersion = Version
 	cfg.Reconnect.Enabled = false // a CLI reports a broken connection instead of retrying
@@ -429,8 +448,25 @@ func (env *Env) ClientConfig(withLogin bool) (client.Config, error) {
 	}
 	cfg.RequestTimeout = g.Timeout
 	cfg.DialTimeout = min(5*time.Second, g.Timeout)
-	if g.TLSEnabled {
-		tc := &tls.Config{ServerName: g.TLSDomain, InsecureSkipVerify: g.TLSNoVerify}
+	tlsOn, domain := g.TLSEnabled, g.TLSDomain
+	switch g.Transport {
+	case "", client.TransportTCP:
+		cfg.Addresses = []string{g.Address}
+	case client.TransportWS:
+		cfg.Transport, cfg.Addresses = client.TransportWS, []string{g.WSAddress}
+		tlsOn, domain = g.WSTLS, g.WSTLSDomain
+	case client.TransportQUIC:
+		if !slices.Contains(client.Transports(), client.TransportQUIC) {
+			return cfg, Usagef("--transport quic: QUIC is not built into this binary (use tcp or ws)")
+		}
+		cfg.Transport, cfg.Addresses = client.TransportQUIC, []string{g.QUICAddress}
+	case "http":
+		return cfg, Usagef("--transport http: this CLI speaks the binary protocol; use tcp, ws or quic")
+	default:
+		return cfg, Usagef("--transport %q: want tcp, ws or quic", g.Transport)
+	}
+	if tlsOn {
+		tc := &tls.Config{ServerName: domain, InsecureSkipVerify: g.TLSNoVerify}
 		if g.TLSCAFile != "" {
 			pem, err := os.ReadFile(g.TLSCAFile)
 			if err != nil {
@@ -444,12 +480,10 @@ func (env *Env) ClientConfig(withLogin bool) (client.Config, error) {
 		}
 		cfg.TLS = tc
 	}
-	switch g.Transport {
-	case client.TransportTCP:
-	case client.TransportQUIC:
-		g.QUIC.apply(&cfg, cfg.TLS)
-	default:
-		return cfg, Usagef("--transport must be tcp or quic, got %q", g.Transport)
+	if cfg.Transport == client.TransportQUIC {
+		if err := g.QUIC.apply(&cfg, g.TLSCAFile); err != nil {
+			return cfg, err
+		}
 	}
 	if l, err := env.debugLogger(); err != nil {
 		return cfg, err

@@ -58,6 +58,7 @@ import (
 
 	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/cmd/iggo/internal/cli"
+	"github.com/iggo/iggo/internal/pki"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -108,6 +109,11 @@ type NodeState struct {
 	PID         int    `json:"pid"`
 	DataDir     string `json:"data_dir"`
 	Log         string `json:"log"`
+	// CAFile, CertFile and KeyFile are set when the cluster serves TLS
+	// (up --tls): the CA clients trust and the node's certificate.
+	CAFile   string `json:"tls_ca_file,omitempty"`
+	CertFile string `json:"tls_cert_file,omitempty"`
+	KeyFile  string `json:"tls_key_file,omitempty"`
 }
 
 // Addr is the node's client address.
@@ -118,6 +124,7 @@ func (n NodeState) Addr() string { return net.JoinHostPort(n.IP, strconv.Itoa(n.
 func Extensions() []cli.Extension {
 	return []cli.Extension{
 		{Parent: "cluster", New: upCmd},
+		{Parent: "cluster", New: certsCmd},
 		{Parent: "cluster", New: startCmd},
 		{Parent: "cluster", New: statusCmd},
 		{Parent: "cluster", New: downCmd},
@@ -281,6 +288,7 @@ type upOptions struct {
 	fresh    bool
 	wait     time.Duration
 	args     []string
+	tls      bool
 	changed  func(flag string) bool
 }
 
@@ -298,6 +306,7 @@ nodes still run, it starts only the nodes that are down (with the layout,
 binary and server arguments recorded when the cluster was started).`,
 		Example: `  iggo cluster up --nodes 3
   iggo cluster up --nodes 3 --dir /tmp/c1 --base-port 18090
+  iggo cluster up --tls       # then: iggo --tcp-tls-enabled --tls-ca-file local_cluster/certs/ca.pem ...
   iggo cluster up             # after a node crashed: restarts just that node
   iggo --tcp-server-address 127.0.0.1:8090 -u iggy -p iggy stream list`,
 		Args: cobra.NoArgs,
@@ -315,6 +324,7 @@ binary and server arguments recorded when the cluster was started).`,
 	f.BoolVar(&o.fresh, "fresh", false, "wipe every node's data before starting")
 	f.DurationVar(&o.wait, "wait", 90*time.Second, "how long to wait for every node to serve")
 	f.StringArrayVar(&o.args, "server-arg", nil, "extra iggo-server argument (repeatable)")
+	f.BoolVar(&o.tls, "tls", false, "serve clients over TLS: generate a CA and a certificate per node under <dir>/certs (kept across runs)")
 	return cmd
 }
 
@@ -369,6 +379,11 @@ func up(ctx context.Context, env *cli.Env, o upOptions) error {
 			return localErr("%v", err)
 		}
 		st.Nodes = append(st.Nodes, n)
+	}
+	if o.tls {
+		if err := issueCerts(dir, st.Nodes); err != nil {
+			return err
+		}
 	}
 	cfgPath := filepath.Join(dir, configFile)
 	if err := os.WriteFile(cfgPath, []byte(Config(o.name, st.Nodes)), 0o644); err != nil {
@@ -612,6 +627,10 @@ func nodeEnv(n *NodeState, key string) []string {
 	}
 	env = append(env, "IGGY_PATH="+n.DataDir, "IGGY_TCP_ADDRESS="+n.Addr(),
 		"IGGY_HTTP_ADDRESS="+net.JoinHostPort(n.IP, strconv.Itoa(n.HTTPPort)))
+	if n.CertFile != "" {
+		env = append(env, "IGGY_TCP_TLS_ENABLED=true", "IGGY_TCP_TLS_SELF_SIGNED=false",
+			"IGGY_TCP_TLS_CERT_FILE="+n.CertFile, "IGGY_TCP_TLS_KEY_FILE="+n.KeyFile)
+	}
 	if key != "" {
 		env = append(env, "IGGY_CLUSTER_AUTH_SHARED_SECRET="+key)
 	}
@@ -621,6 +640,13 @@ func nodeEnv(n *NodeState, key string) []string {
 func nodeClient(ctx context.Context, n NodeState, user, pass string, timeout time.Duration) (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{n.Addr()}
+	if n.CAFile != "" {
+		tc, err := pki.ClientTLS(n.CAFile)
+		if err != nil {
+			return nil, localErr("%v", err)
+		}
+		cfg.TLS = tc
+	}
 	cfg.Username, cfg.Password = user, pass
 	cfg.MaxRedirects = 0
 	cfg.Reconnect.Enabled = false
@@ -730,7 +756,11 @@ func printUp(w io.Writer, st *State, dir, headline string) {
 	}
 	_ = t.Render(w, cli.ListTable)
 	fmt.Fprintf(w, "Root credentials: %s / %s\n", RootUsername, RootPassword)
-	fmt.Fprintf(w, "Connect:  iggo --tcp-server-address %s -u %s -p %s stream list\n", st.Nodes[0].Addr(), RootUsername, RootPassword)
+	tlsFlags := ""
+	if ca := st.Nodes[0].CAFile; ca != "" {
+		tlsFlags = " --tcp-tls-enabled --tls-ca-file " + ca
+	}
+	fmt.Fprintf(w, "Connect:  iggo --tcp-server-address %s%s -u %s -p %s stream list\n", st.Nodes[0].Addr(), tlsFlags, RootUsername, RootPassword)
 	dirFlag := ""
 	if dir != DefaultDir {
 		dirFlag = " --dir " + dir
@@ -1044,4 +1074,74 @@ func down(env *cli.Env, dir string, purge bool, timeout time.Duration) error {
 		env.Statusf("Removed %s", abs)
 	}
 	return nil
+}
+
+// issueCerts gives every node a certificate for its ip and localhost,
+// signed by the cluster's CA (<dir>/certs/ca.pem). The CA's key is not
+// kept: a later --tls run on the directory issues a new CA and
+// certificates.
+func issueCerts(dir string, nodes []NodeState) error {
+	cd := filepath.Join(dir, "certs")
+	if err := os.MkdirAll(cd, 0o700); err != nil {
+		return localErr("%v", err)
+	}
+	ca, err := pki.NewCA("iggo local cluster CA", 365*24*time.Hour)
+	if err != nil {
+		return localErr("generating the CA: %v", err)
+	}
+	caFile := filepath.Join(cd, "ca.pem")
+	if err := ca.WriteCert(caFile); err != nil {
+		return localErr("%v", err)
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		n.CAFile, n.CertFile, n.KeyFile = caFile, filepath.Join(cd, n.Name+".pem"), filepath.Join(cd, n.Name+".key")
+		if err := ca.Issue("iggo "+n.Name, 365*24*time.Hour, n.CertFile, n.KeyFile, n.IP, "localhost"); err != nil {
+			return localErr("issuing %s's certificate: %v", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// certsCmd writes a CA and one server certificate for the given hosts, for
+// clusters started elsewhere (the TLS compose demo mounts them).
+func certsCmd(env *cli.Env) *cobra.Command {
+	var dir string
+	var hosts []string
+	var days int
+	cmd := &cobra.Command{
+		Use:   "certs",
+		Short: "Write a CA and a server certificate for TLS client transports",
+		Long: `Write <dir>/ca.pem (the CA clients trust), <dir>/server.pem and <dir>/server.key
+(a certificate for every --host, localhost and 127.0.0.1, signed by the CA) for
+[tcp.tls] and [websocket.tls]. The CA's key is not kept.`,
+		Example: `  iggo cluster certs --dir deploy/certs --host 172.29.0.11 --host 172.29.0.12 --host 172.29.0.13`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if days < 1 {
+				return cli.Usagef("--days must be positive")
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return localErr("%v", err)
+			}
+			validity := time.Duration(days) * 24 * time.Hour
+			ca, err := pki.NewCA("iggo CA", validity)
+			if err != nil {
+				return localErr("generating the CA: %v", err)
+			}
+			if err := ca.WriteCert(filepath.Join(dir, "ca.pem")); err != nil {
+				return localErr("%v", err)
+			}
+			all := append([]string{"localhost", "127.0.0.1"}, hosts...)
+			if err := ca.Issue("iggo server", validity, filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), all...); err != nil {
+				return localErr("%v", err)
+			}
+			env.Statusf("Wrote %s/ca.pem, server.pem and server.key for %s", dir, strings.Join(all, ", "))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "certs", "output directory")
+	cmd.Flags().StringArrayVar(&hosts, "host", nil, "IP address or DNS name the certificate is for (repeatable)")
+	cmd.Flags().IntVar(&days, "days", 365, "validity in days")
+	return cmd
 }
