@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"slices"
-
-	"github.com/coder/websocket"
+	"sync"
 
 	"github.com/iggo/iggo/wire"
 )
@@ -77,47 +75,82 @@ func dialTCP(ctx context.Context, addr string, cfg *Config) (net.Conn, error) {
 	if cfg.TLS == nil {
 		return nc, nil
 	}
-	tc := tls.Client(nc, tlsFor(cfg, addr))
+	cc := &corkConn{Conn: nc}
+	tc := tls.Client(cc, tlsFor(cfg, addr))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		nc.Close()
 		return nil, err
 	}
-	return tc, nil
+	return &tlsConn{Conn: tc, cork: cc}, nil
 }
 
-// dialWS opens ws://addr/ (wss:// with cfg.TLS): each request frame goes
-// out as one binary message, replies are read as a byte stream.
-func dialWS(ctx context.Context, addr string, cfg *Config) (net.Conn, error) {
-	scheme := "ws"
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
-			var d net.Dialer
-			nc, err := d.DialContext(ctx, network, a)
-			if tc, ok := nc.(*net.TCPConn); ok {
-				_ = tc.SetNoDelay(true)
-			}
-			return nc, err
-		},
-		ForceAttemptHTTP2: false,
+// tlsConn sends the records of one Write in few socket writes: crypto/tls
+// writes every record (at most 16 KiB) with its own write call, which for
+// a 1 MB send costs 64 system calls.
+type tlsConn struct {
+	*tls.Conn
+	cork *corkConn
+}
+
+func (c *tlsConn) Write(p []byte) (int, error) {
+	c.cork.hold()
+	n, err := c.Conn.Write(p)
+	if ferr := c.cork.release(); err == nil {
+		err = ferr
 	}
-	if cfg.TLS != nil {
-		scheme = "wss"
-		tr.TLSClientConfig = tlsFor(cfg, addr)
+	return n, err
+}
+
+// corkConn buffers writes between hold and release (up to corkMax bytes at
+// a time); other writes pass straight through.
+type corkConn struct {
+	net.Conn
+	mu   sync.Mutex
+	held bool
+	buf  []byte
+	err  error
+}
+
+const corkMax = 256 << 10
+
+func (c *corkConn) hold() {
+	c.mu.Lock()
+	c.held, c.err = true, nil
+	c.mu.Unlock()
+}
+
+func (c *corkConn) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = false
+	c.flushLocked()
+	if cap(c.buf) > corkMax {
+		c.buf = nil
 	}
-	defer tr.CloseIdleConnections()
-	ws, _, err := websocket.Dial(ctx, scheme+"://"+addr+"/", &websocket.DialOptions{
-		HTTPClient:      &http.Client{Transport: tr},
-		CompressionMode: websocket.CompressionDisabled,
-	})
-	if err != nil {
-		return nil, err
+	return c.err
+}
+
+func (c *corkConn) flushLocked() {
+	if len(c.buf) > 0 && c.err == nil {
+		_, c.err = c.Conn.Write(c.buf)
 	}
-	limit := int64(cfg.MaxFrameSize)
-	if limit < wire.HeaderSize {
-		limit = wire.DefaultMaxFrameSize
+	c.buf = c.buf[:0]
+}
+
+func (c *corkConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.held {
+		return c.Conn.Write(p)
 	}
-	ws.SetReadLimit(limit)
-	return websocket.NetConn(context.Background(), ws, websocket.MessageBinary), nil
+	if c.err != nil {
+		return 0, c.err
+	}
+	c.buf = append(c.buf, p...)
+	if len(c.buf) >= corkMax {
+		c.flushLocked()
+	}
+	return len(p), c.err
 }
 
 // TLSOptions are the TLS settings of Iggy's SDKs and CLI.

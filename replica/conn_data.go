@@ -162,7 +162,8 @@ func (c *conn) refuseBody(h *wire.RequestHeader, what string, err error) bool {
 	case wire.CodeTooBigUserHeaders:
 		limit = limitUserHeadersMax
 	}
-	c.n.limitLog.Refused(limit, c.addr, zap.Stringer("code", code), zap.Uint32("client", c.id), zap.Error(err))
+	c.n.limitLog.Warn(limit, "refused a request over a limit", zap.String("limit", limit), zap.String("addr", c.addr),
+		zap.Stringer("code", code), zap.Uint32("client", c.id), zap.Error(err))
 	return c.status(h, code)
 }
 

@@ -28,7 +28,6 @@ import (
 	"github.com/iggo/iggo/replica/gossip"
 	"github.com/iggo/iggo/replica/httpapi"
 	"github.com/iggo/iggo/replica/intake"
-	"github.com/iggo/iggo/replica/limitlog"
 	"github.com/iggo/iggo/replica/loginguard"
 	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/replica/metadata"
@@ -150,7 +149,7 @@ type Node struct {
 	admit         metadata.AdmitConfig
 	// limitLog logs refused over-limit input, one line per limit per
 	// interval.
-	limitLog *limitlog.Logger
+	limitLog *ratelog.Logger
 	// partSlots is how many partitions the descriptor budget lets the node
 	// hold open (0: unlimited); openParts how many are open (pending.go).
 	partSlots, openParts atomic.Int64
@@ -261,7 +260,7 @@ func New(opts Options) (*Node, error) {
 	n.clients.init()
 	n.clientLog = ratelog.New(log.Named("clients"), opts.Config.Logging.ClientEventsPerSecond)
 	n.initIntake()
-	n.limitLog = limitlog.New(n.log, limitlog.DefaultInterval)
+	n.limitLog = ratelog.NewEvery(n.log, ratelog.RefusalInterval)
 	n.metrics = metrics.New(n)
 	return n, nil
 }

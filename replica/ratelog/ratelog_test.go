@@ -2,6 +2,7 @@ package ratelog
 
 import (
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -62,5 +63,51 @@ func TestUnlimited(t *testing.T) {
 	}
 	if logs.Len() != 100 {
 		t.Fatalf("%d lines", logs.Len())
+	}
+}
+
+// TestOneLinePerKindPerInterval: NewEvery passes one line per kind per
+// interval on the logger's clock; the next line that passes counts those
+// held back.
+func TestOneLinePerKindPerInterval(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	l := NewEvery(zap.New(core), time.Second)
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	steps := []struct {
+		at     time.Duration
+		kind   string
+		logged bool
+	}{
+		{0, "a", true},
+		{10 * time.Millisecond, "a", false},
+		{20 * time.Millisecond, "a", false},
+		{30 * time.Millisecond, "b", true}, // another kind has its own budget
+		{999 * time.Millisecond, "a", false},
+		{time.Second, "a", true}, // reports the three held back
+		{1500 * time.Millisecond, "b", true},
+	}
+	for i, s := range steps {
+		now = time.Unix(1000, 0).Add(s.at)
+		if got := l.Warn(s.kind, "refused", zap.String("limit", s.kind)); got != s.logged {
+			t.Fatalf("step %d: logged %v, want %v", i, got, s.logged)
+		}
+	}
+	all := logs.All()
+	if len(all) != 4 {
+		t.Fatalf("%d lines, want 4", len(all))
+	}
+	if third := all[2].ContextMap(); third["limit"] != "a" || third["suppressed"] != uint64(3) {
+		t.Fatalf("third line %v", third)
+	}
+}
+
+func TestKindsBounded(t *testing.T) {
+	l := NewEvery(nil, time.Hour)
+	for i := 0; i < 10*kindsMax; i++ {
+		l.Warn(string(rune('a'+i%26))+string(rune(i)), "x")
+	}
+	if len(l.kinds) > kindsMax+1 {
+		t.Fatalf("%d kinds tracked", len(l.kinds))
 	}
 }

@@ -139,7 +139,39 @@ type tlsConn struct {
 }
 
 func newTLSConn(name string, c net.Conn, cfg *tls.Config) *tlsConn {
-	return &tlsConn{Conn: tls.Server(c, cfg), name: name}
+	return &tlsConn{Conn: tls.Server(&readAhead{Conn: c}, cfg), name: name}
+}
+
+// readAheadSize is the socket read size under TLS: crypto/tls reads one
+// record (at most 16 KiB) per call, a system call each, so a large frame
+// is read in far fewer calls through this buffer. It is allocated on the
+// first read and kept while the connection lives.
+const readAheadSize = 64 << 10
+
+// readAhead buffers the socket reads beneath a TLS connection.
+type readAhead struct {
+	net.Conn
+	buf  []byte
+	r, w int
+}
+
+func (c *readAhead) Read(p []byte) (int, error) {
+	if c.r == c.w {
+		if len(p) >= readAheadSize {
+			return c.Conn.Read(p)
+		}
+		if c.buf == nil {
+			c.buf = make([]byte, readAheadSize)
+		}
+		n, err := c.Conn.Read(c.buf)
+		c.r, c.w = 0, n
+		if n == 0 {
+			return 0, err
+		}
+	}
+	n := copy(p, c.buf[c.r:c.w])
+	c.r += n
+	return n, nil
 }
 
 func (c *tlsConn) Handshake(timeout time.Duration) error {

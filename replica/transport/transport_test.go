@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -259,4 +260,8 @@ func TestWSNotUpgrade(t *testing.T) {
 	if !strings.HasPrefix(string(b), "HTTP/1.1 426") {
 		t.Fatalf("answer %q", b)
 	}
+}
+
+func httpClientTLS(tc *tls.Config) *http.Client {
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iggo/iggo/replica/limitlog"
+	"github.com/iggo/iggo/replica/ratelog"
 	"github.com/iggo/iggo/tests/harness"
 	"github.com/iggo/iggo/wire"
 )
@@ -169,8 +169,8 @@ func TestGuardMessageLimits(t *testing.T) {
 		for i := 1; i < len(lines); i++ {
 			prev, _ := lines[i-1]["ts"].(time.Time)
 			at, _ := lines[i]["ts"].(time.Time)
-			if at.Sub(prev) < limitlog.DefaultInterval || lines[i]["suppressed_since_last"] == nil {
-				t.Fatalf("log lines for limit %q are not rate-limited (%v apart, want %v):\n%v", limit, at.Sub(prev), limitlog.DefaultInterval, lines)
+			if at.Sub(prev) < ratelog.RefusalInterval || lines[i]["suppressed"] == nil {
+				t.Fatalf("log lines for limit %q are not rate-limited (%v apart, want %v):\n%v", limit, at.Sub(prev), ratelog.RefusalInterval, lines)
 			}
 		}
 		if addr, _ := lines[0]["addr"].(string); addr == "" {
