@@ -75,6 +75,11 @@ func TestComposeCluster(t *testing.T) {
 
 	out := e.demo()
 	mustContain(t, out, `cluster "iggo-compose"`, `stream "demo" created`, `topic "events" created with 3 partitions`, "iggo-demo: OK")
+	// The same over QUIC (UDP 8080 on every node, leader redirection to
+	// the roster's quic port).
+	quic := fmt.Sprintf("IGGO_DEMO_ADDRESSES=%s.11:8080,%s.12:8080,%s.13:8080", e.subnet, e.subnet, e.subnet)
+	out = e.demo("-e", "IGGO_DEMO_TRANSPORT=quic", "-e", quic, "-e", "IGGO_DEMO_TOPIC=over-quic", "-e", "IGGO_DEMO_MESSAGES=300")
+	mustContain(t, out, `topic "over-quic" created with 3 partitions`, "iggo-demo: OK")
 
 	// node-1 is the demo's first address and a replica of every group:
 	// without it the demo must fall over to the other nodes, and every

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.SetOutput(stderr)
 	addrs := fs.String("addresses", env("IGGO_DEMO_ADDRESSES", "127.0.0.1:8090"),
 		"comma-separated server addresses, tried in order ($IGGO_DEMO_ADDRESSES)")
-	transport := fs.String("transport", env("IGGO_DEMO_TRANSPORT", "tcp"), "tcp or quic; the addresses are that transport's ($IGGO_DEMO_TRANSPORT)")
+	transport := fs.String("transport", env("IGGO_DEMO_TRANSPORT", "tcp"), "tcp, ws or quic; the addresses are that transport's ($IGGO_DEMO_TRANSPORT)")
 	user := fs.String("username", env("IGGY_USERNAME", "iggy"), "user to log in as ($IGGY_USERNAME)")
 	pass := fs.String("password", env("IGGY_PASSWORD", "iggy"), "password ($IGGY_PASSWORD)")
 	stream := fs.String("stream", env("IGGO_DEMO_STREAM", "demo"), "stream name, created if missing ($IGGO_DEMO_STREAM)")
@@ -159,8 +160,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	switch {
 	case len(o.addresses) == 0:
 		return o, errors.New("--addresses is empty")
-	case *transport != client.TransportTCP && *transport != client.TransportQUIC:
-		return o, fmt.Errorf("--transport must be tcp or quic, got %q", *transport)
+	case !slices.Contains(client.Transports(), *transport):
+		return o, fmt.Errorf("--transport must be one of %v, got %q", client.Transports(), *transport)
 	case partitions < 1 || partitions > 1000:
 		return o, fmt.Errorf("--partitions must be 1..1000, got %d", partitions)
 	case messages < 1 || messages > 1_000_000:
