@@ -12,7 +12,6 @@ package client
 import (
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -53,32 +52,6 @@ func DefaultQUICConfig() QUICConfig {
 		MaxIdleTimeout: 10 * time.Second}
 }
 
-// quicSizeOffset is where a frame header holds its total length (u32 LE).
-const quicSizeOffset = 48
-
-// quicFrame follows one frame through the bytes passing it.
-type quicFrame struct {
-	hdr       [wire.HeaderSize]byte
-	got, want int
-}
-
-func (f *quicFrame) take(p []byte) int {
-	n := 0
-	if f.got < wire.HeaderSize {
-		n = copy(f.hdr[f.got:], p)
-		f.got += n
-		if f.got < wire.HeaderSize {
-			return n
-		}
-		f.want = max(int(binary.LittleEndian.Uint32(f.hdr[quicSizeOffset:])), wire.HeaderSize)
-	}
-	m := min(len(p)-n, f.want-f.got)
-	f.got += m
-	return n + m
-}
-
-func (f *quicFrame) done() bool { return f.want > 0 && f.got == f.want }
-
 // quicConn is one QUIC connection as a net.Conn (see the file comment).
 type quicConn struct {
 	qc *quic.Conn
@@ -87,7 +60,7 @@ type quicConn struct {
 	readDL  time.Time
 	writeDL time.Time
 	cur     *quic.Stream
-	tx, rx  quicFrame
+	tx, rx  wire.FrameCounter
 	sent    bool // the current stream's request is complete
 }
 
@@ -159,14 +132,14 @@ func (c *quicConn) Write(p []byte) (int, error) {
 			}
 			c.mu.Lock()
 			c.cur, s, c.sent = ns, ns, false
-			c.tx, c.rx = quicFrame{}, quicFrame{}
+			c.tx, c.rx = wire.FrameCounter{}, wire.FrameCounter{}
 			_ = ns.SetReadDeadline(c.readDL)
 			_ = ns.SetWriteDeadline(c.writeDL)
 			c.mu.Unlock()
 		}
 		c.mu.Lock()
-		k := c.tx.take(p[written:])
-		done := c.tx.done()
+		k := c.tx.Take(p[written:])
+		done := c.tx.Done()
 		c.mu.Unlock()
 		if _, err := s.Write(p[written : written+k]); err != nil {
 			return written, quicErr(err)
@@ -197,8 +170,8 @@ func (c *quicConn) Read(p []byte) (int, error) {
 	}
 	n, err := s.Read(p)
 	c.mu.Lock()
-	k := c.rx.take(p[:n])
-	done := c.rx.done()
+	k := c.rx.Take(p[:n])
+	done := c.rx.Done()
 	if done {
 		c.cur = nil
 	}

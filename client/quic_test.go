@@ -22,7 +22,7 @@ import (
 
 func testFrame(n int, fill byte) []byte {
 	b := bytes.Repeat([]byte{fill}, n)
-	binary.LittleEndian.PutUint32(b[quicSizeOffset:], uint32(n))
+	binary.LittleEndian.PutUint32(b[48:], uint32(n))
 	return b
 }
 

@@ -79,9 +79,6 @@ type Options struct {
 	// HTTPListener, when set, is adopted instead of binding http.address
 	// (with http.enabled).
 	HTTPListener net.Listener
-	// QUICPacketConn, when set with quic.enabled, is the UDP socket the
-	// QUIC endpoint adopts instead of binding quic.address.
-	QUICPacketConn net.PacketConn
 	// DataDir, when set, is the lock of Config.Path already taken
 	// (LockDataDir); the node owns it from Start on and releases it in
 	// Close. Nil: Start takes it.

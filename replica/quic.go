@@ -21,20 +21,11 @@ const transportQUIC = transport.QUIC
 
 // quicListenAddr is where the QUIC endpoint binds: quic.address, or in
 // cluster mode its host with the roster's ports.quic of this node.
-func (n *Node) quicListenAddr() string {
-	if !n.clustered() || n.member.Ports.QUIC == nil {
-		return n.cfg.QUIC.Address
-	}
-	host, _, err := net.SplitHostPort(n.cfg.QUIC.Address)
-	if err != nil {
-		host = ""
-	}
-	return net.JoinHostPort(host, strconv.Itoa(int(*n.member.Ports.QUIC)))
-}
+func (n *Node) quicListenAddr() string { return n.listenAddr(n.cfg.QUIC.Address, n.member.Ports.QUIC) }
 
 // bindQUIC builds the listener's TLS (a missing or unreadable certificate
-// file refuses the start, naming its key) and binds the UDP socket, or
-// adopts Options.QUICPacketConn. Nothing when quic.enabled is false.
+// file refuses the start, naming its key) and binds the UDP socket.
+// Nothing when quic.enabled is false.
 func (n *Node) bindQUIC() error {
 	q := n.cfg.QUIC
 	if !q.Enabled {
@@ -48,12 +39,10 @@ func (n *Node) bindQUIC() error {
 		n.log.Warn("quic.certificate.self_signed is true: the certificate files are not read",
 			zap.String("cert_file", c.CertFile), zap.String("key_file", c.KeyFile))
 	}
-	pc := n.opts.QUICPacketConn
-	if pc == nil {
-		addr := n.quicListenAddr()
-		if pc, err = transport.BindUDP(addr); err != nil {
-			return fmt.Errorf("replica: binding quic (udp) %s: %w", addr, err)
-		}
+	addr := n.quicListenAddr()
+	pc, err := transport.BindUDP(addr)
+	if err != nil {
+		return fmt.Errorf("replica: binding quic (udp) %s: %w", addr, err)
 	}
 	b := n.cfg.MessageBus
 	ln, err := transport.ListenQUIC(pc, tlsConf, transport.QUICConfig(q, b.HandshakeGrace.Duration), b.FrameHeaderTimeout.Duration)

@@ -22,7 +22,6 @@ package transport
 import (
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -43,38 +42,6 @@ const (
 	QUICProtocolViolation quic.ApplicationErrorCode = 0x1004
 )
 
-// sizeOffset is where a frame header holds the frame's total length (u32 LE).
-const sizeOffset = 48
-
-// frameCounter follows one frame through the bytes passing it: the header's
-// first 256 bytes give the length.
-type frameCounter struct {
-	hdr  [wire.HeaderSize]byte
-	got  int
-	want int // 0 until the header is complete
-}
-
-// take accounts for up to len(p) bytes and returns how many belong to the
-// current frame.
-func (f *frameCounter) take(p []byte) int {
-	n := 0
-	if f.got < wire.HeaderSize {
-		n = copy(f.hdr[f.got:], p)
-		f.got += n
-		if f.got < wire.HeaderSize {
-			return n
-		}
-		f.want = max(int(binary.LittleEndian.Uint32(f.hdr[sizeOffset:])), wire.HeaderSize)
-	}
-	m := min(len(p)-n, f.want-f.got)
-	f.got += m
-	return n + m
-}
-
-func (f *frameCounter) done() bool    { return f.want > 0 && f.got == f.want }
-func (f *frameCounter) reset()        { f.got, f.want = 0, 0 }
-func (f *frameCounter) started() bool { return f.got > 0 }
-
 // StreamConn is one QUIC connection as a net.Conn (see the file comment).
 // Read and Write are called by one goroutine (the serving path's lockstep
 // loop); Close and the deadline setters may come from any.
@@ -91,7 +58,7 @@ type StreamConn struct {
 	cur        *quic.Stream
 	violation  bool
 	closed     bool
-	rx, tx     frameCounter
+	rx, tx     wire.FrameCounter
 	finSeen    bool
 	graceUntil time.Time // a fresh stream's request header is due by then
 }
@@ -142,8 +109,8 @@ func (c *StreamConn) next() error {
 	}
 	c.mu.Lock()
 	c.cur, c.finSeen = s, false
-	c.rx.reset()
-	c.tx.reset()
+	c.rx.Reset()
+	c.tx.Reset()
 	c.graceUntil = time.Time{}
 	if c.grace > 0 {
 		c.graceUntil = time.Now().Add(c.grace)
@@ -174,7 +141,7 @@ func (c *StreamConn) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	c.mu.Lock()
-	s, rxDone := c.cur, c.rx.done()
+	s, rxDone := c.cur, c.rx.Done()
 	c.mu.Unlock()
 	if s != nil && rxDone {
 		// The serving path answers before it reads again; more reading
@@ -192,12 +159,12 @@ func (c *StreamConn) Read(p []byte) (int, error) {
 	n, err := s.Read(p)
 	c.mu.Lock()
 	graced := !c.graceUntil.IsZero()
-	k := c.rx.take(p[:n])
-	if graced && c.rx.got >= wire.HeaderSize {
+	k := c.rx.Take(p[:n])
+	if graced && c.rx.Got() >= wire.HeaderSize {
 		c.graceUntil = time.Time{}
 		c.applyReadDeadline()
 	}
-	done, started := c.rx.done(), c.rx.started()
+	done, started := c.rx.Done(), c.rx.Got() > 0
 	if errors.Is(err, io.EOF) && done {
 		c.finSeen = true
 	}
@@ -237,7 +204,7 @@ func (c *StreamConn) Write(p []byte) (int, error) {
 	written := 0
 	for written < len(p) {
 		c.mu.Lock()
-		s, rxDone := c.cur, c.rx.done()
+		s, rxDone := c.cur, c.rx.Done()
 		c.mu.Unlock()
 		if s == nil || !rxDone {
 			if c.ctx.Err() != nil {
@@ -246,8 +213,8 @@ func (c *StreamConn) Write(p []byte) (int, error) {
 			return written, c.refuse("a frame was written with no request in flight")
 		}
 		c.mu.Lock()
-		k := c.tx.take(p[written:])
-		done := c.tx.done()
+		k := c.tx.Take(p[written:])
+		done := c.tx.Done()
 		c.mu.Unlock()
 		if _, err := s.Write(p[written : written+k]); err != nil {
 			if c.ctx.Err() != nil {

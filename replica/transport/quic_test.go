@@ -79,7 +79,7 @@ func echo(done chan<- error) func(net.Conn) {
 				done <- err
 				return
 			}
-			size := int(binary.LittleEndian.Uint32(hdr[sizeOffset:]))
+			size := int(binary.LittleEndian.Uint32(hdr[48:]))
 			body := make([]byte, size-wire.HeaderSize)
 			if _, err := io.ReadFull(br, body); err != nil {
 				done <- err
