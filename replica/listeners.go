@@ -69,7 +69,9 @@ func (n *Node) bindClientListeners() error {
 func (n *Node) logTLS(key string, t *transport.TLSConfig) {
 	if t.Generated {
 		n.log.Warn("serving TLS with a generated self-signed certificate (clients must skip verification or trust it)", zap.String("key", key))
+		return
 	}
+	n.log.Info("serving TLS with the configured certificate", zap.String("key", key))
 }
 
 func (n *Node) tlsSpec(key string, t config.TLSConfig) transport.TLSSpec {

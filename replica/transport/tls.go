@@ -43,16 +43,15 @@ var cipherSuites = []uint16{
 	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }
 
-// ServerTLS loads s. Without self_signed both files must load; with it the
-// files are used when both exist and a certificate for hosts (plus
-// localhost and the loopback addresses) is generated in memory when
-// neither does. A file that exists but does not load refuses either way;
-// errors name the key.
+// ServerTLS loads s. Without self_signed both files must load. With it, as
+// Iggy's server does, a certificate for hosts (plus localhost and the
+// loopback addresses) is generated in memory while cert_file does not
+// exist, and the pair is loaded once it does. A file that is missing or
+// does not load otherwise refuses; errors name the key.
 func ServerTLS(s TLSSpec, hosts ...string) (*TLSConfig, error) {
 	if s.SelfSigned {
 		_, cerr := os.Stat(s.CertFile)
-		_, kerr := os.Stat(s.KeyFile)
-		if s.CertFile == "" || s.KeyFile == "" || (errors.Is(cerr, fs.ErrNotExist) && errors.Is(kerr, fs.ErrNotExist)) {
+		if s.CertFile == "" || errors.Is(cerr, fs.ErrNotExist) {
 			cert, err := SelfSigned(hosts...)
 			if err != nil {
 				return nil, fmt.Errorf("%s.self_signed: %w", s.Key, err)

@@ -79,6 +79,7 @@ func TestServerTLSFiles(t *testing.T) {
 		{TLSSpec{Key: "tcp.tls", SelfSigned: true, CertFile: missing, KeyFile: missing + "2"}, "", true},
 		{TLSSpec{Key: "tcp.tls", SelfSigned: true, CertFile: cert, KeyFile: key}, "", false},
 		{TLSSpec{Key: "tcp.tls", SelfSigned: true, CertFile: cert, KeyFile: missing}, "tcp.tls.key_file", false},
+		{TLSSpec{Key: "tcp.tls", SelfSigned: true, CertFile: missing, KeyFile: key}, "", true},
 	} {
 		got, err := ServerTLS(tc.spec)
 		switch {

@@ -5,10 +5,13 @@
 # skips verification; QUIC's is always self-signed and unverified, Iggy's
 # client default). ROUNDS rounds interleave the five transports so
 # that machine noise hits them alike; the summary gives each transport's
-# median msgs/s, p50 and p99 and its ratio to plaintext TCP.
+# median msgs/s, p50 and p99 and its ratio to plaintext TCP, and the CPU
+# time server and client spent per 1,000 messages (utime + stime of the
+# server process and of the bench client), which machine load disturbs far
+# less than wall-clock rates.
 #
 # Usage: tests/bench/transports/run.sh BIN_DIR [OUT_DIR]
-# Env: PRODUCERS (4), BATCHES per producer (50), ROUNDS (3), PORT (38090).
+# Needs /usr/bin/time. Env: PRODUCERS (4), BATCHES per producer (50), ROUNDS (3), PORT (38090).
 set -eu
 BIN=${1:?usage: run.sh BIN_DIR [OUT_DIR]}
 OUT=${2:-$(mktemp -d /tmp/iggo-bench-transports.XXXXXX)}
@@ -49,11 +52,19 @@ serve() { # $1 = tls (true/false)
 	done
 }
 
+cpu_ticks() { # utime + stime of pid $1, in clock ticks
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
 run() { # $1 = name, then the global flags
 	name=$1
 	shift
-	line=$("$BIN/iggo" "$@" -u iggy -p iggy bench pp -p "$PRODUCERS" -b "$BATCHES" -m 1000 -P 1000 --no-output --progress none | grep '^Producers total')
-	echo "$name $line" | tee -a "$OUT/results.txt"
+	s0=$(cpu_ticks "$PID")
+	line=$(/usr/bin/time -f '%U %S' -o "$OUT/time.txt" "$BIN/iggo" "$@" -u iggy -p iggy bench pp -p "$PRODUCERS" -b "$BATCHES" -m 1000 -P 1000 --no-output --progress none | grep '^Producers total')
+	s1=$(cpu_ticks "$PID")
+	srv=$(( (s1 - s0) * 1000 / $(getconf CLK_TCK) ))
+	cpu=$(awk -v s="$srv" '{ printf "%d", ($1 + $2) * 1000 + s }' "$OUT/time.txt")
+	echo "$name $line cpu_ms $cpu srv_ms $srv" | tee -a "$OUT/results.txt"
 }
 
 : >"$OUT/results.txt"
@@ -73,14 +84,14 @@ stop
 echo
 echo "median of $ROUNDS rounds ($PRODUCERS producers x $BATCHES batches of 1000 x 1 KB; load $(cut -d' ' -f1-3 /proc/loadavg))"
 awk '
-{ t = $1; for (i = 1; i <= NF; i++) { if ($i == "msg/s,") m[t, ++n[t]] = $(i-1); if ($i == "p50") p50[t, n[t]] = $(i+1); if ($i == "p99") p99[t, n[t]] = $(i+1) } }
+{ t = $1; for (i = 1; i <= NF; i++) { if ($i == "msg/s,") m[t, ++n[t]] = $(i-1); if ($i == "p50") p50[t, n[t]] = $(i+1); if ($i == "p99") p99[t, n[t]] = $(i+1); if ($i == "cpu_ms") cpu[t, n[t]] = $(i+1) / msgs * 1000; if ($i == "srv_ms") srv[t, n[t]] = $(i+1) / msgs * 1000 } }
 function median(arr, t, k,   v, i, j, x) { for (i = 1; i <= k; i++) v[i] = arr[t, i] + 0
 	for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { x = v[i]; v[i] = v[j]; v[j] = x }
 	return v[int((k + 1) / 2)] }
 END {
-	base = median(m, "tcp", n["tcp"])
-	printf "%-8s %12s %10s %10s %8s\n", "transport", "msgs/s", "p50 ms", "p99 ms", "vs tcp"
+	base = median(m, "tcp", n["tcp"]); cbase = median(cpu, "tcp", n["tcp"])
+	printf "%-9s %10s %8s %8s %7s %15s %14s %18s\n", "transport", "msgs/s", "p50 ms", "p99 ms", "vs tcp", "CPU ms/1000 msg", "tcp CPU / CPU", "of which server"
 	split("tcp tcp-tls ws wss quic", ts, " ")
-	for (i = 1; i <= 5; i++) { t = ts[i]; v = median(m, t, n[t])
-		printf "%-8s %12d %10.1f %10.1f %7.0f%%\n", t, v, median(p50, t, n[t]), median(p99, t, n[t]), 100 * v / base }
-}' "$OUT/results.txt" | tee "$OUT/summary.txt"
+	for (i = 1; i <= 5; i++) { t = ts[i]; v = median(m, t, n[t]); c = median(cpu, t, n[t])
+		printf "%-9s %10d %8.1f %8.1f %6.0f%% %15.2f %13.0f%% %18.2f\n", t, v, median(p50, t, n[t]), median(p99, t, n[t]), 100 * v / base, c, 100 * cbase / c, median(srv, t, n[t]) }
+}' msgs=$((PRODUCERS * BATCHES * 1000)) "$OUT/results.txt" | tee "$OUT/summary.txt"

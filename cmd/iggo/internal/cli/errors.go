@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"syscall"
@@ -177,6 +178,8 @@ func connText(addr, op string, cause error) string {
 		reason = "connection refused"
 	case errors.Is(cause, syscall.ECONNRESET):
 		reason = "connection reset by the server"
+	case errors.Is(cause, io.EOF), errors.Is(cause, io.ErrUnexpectedEOF):
+		reason = "closed by the server (a TLS listener closes plaintext clients: is --tcp-tls-enabled or --websocket-tls-enabled needed?)"
 	}
 	if op == "dial" || errors.Is(cause, syscall.ECONNREFUSED) {
 		return fmt.Sprintf("cannot connect to %s: %s; is the server running? set the address with --tcp-server-address or a context (`iggo context list`)", where, reason)
