@@ -68,7 +68,6 @@ func TestTransports(t *testing.T) {
 	if plain.code != exitConnection || strings.Contains(plain.out, "over-tls") {
 		t.Fatalf("plaintext CLI on a TLS port:\n%v", plain)
 	}
-	expectFailure(t, e.exec(t, "", append(login, "--transport", "quic", "stream", "list")...), exitUsage, "QUIC is not built")
 	expectFailure(t, e.exec(t, "", append(login, "--transport", "carrier-pigeon", "stream", "list")...), exitUsage, "want tcp, ws or quic")
 }
 
