@@ -12,8 +12,8 @@ import (
 
 // TestTransports: the CLI over TLS (--tcp-tls-enabled, --tls-ca-file) and
 // WSS (--transport ws, --websocket-*), iggo bench --transport ws (the
-// report names wss), a plaintext attempt on the TLS port (exit 3) and
-// --transport quic (not built: exit 2).
+// report names wss), a plaintext attempt on the TLS port (exit 3) and an
+// unknown --transport (exit 2); QUIC is TestQUICTransport's.
 func TestTransports(t *testing.T) {
 	srv := harness.Start(t, harness.Options{DefaultRoot: true, Transport: harness.TCPTLS, Serve: []harness.Transport{harness.WSS}})
 	e := newCLI(t, srv)

@@ -39,7 +39,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -456,9 +455,6 @@ func (env *Env) ClientConfig(withLogin bool) (client.Config, error) {
 		cfg.Transport, cfg.Addresses = client.TransportWS, []string{g.WSAddress}
 		tlsOn, domain = g.WSTLS, g.WSTLSDomain
 	case client.TransportQUIC:
-		if !slices.Contains(client.Transports(), client.TransportQUIC) {
-			return cfg, Usagef("--transport quic: QUIC is not built into this binary (use tcp or ws)")
-		}
 		cfg.Transport, cfg.Addresses = client.TransportQUIC, []string{g.QUICAddress}
 	case "http":
 		return cfg, Usagef("--transport http: this CLI speaks the binary protocol; use tcp, ws or quic")
