@@ -149,9 +149,10 @@ func (c *quicConn) Write(p []byte) (int, error) {
 			c.mu.Lock()
 			c.sent = true
 			c.mu.Unlock()
-			if err := s.Close(); err != nil {
-				return written, quicErr(err)
-			}
+			// A server that has the whole frame may stop the receive side
+			// before this close (Iggy's drops it after one frame); the
+			// reply is still coming, and a broken stream shows in Read.
+			_ = s.Close()
 		}
 	}
 	return written, nil
@@ -181,7 +182,7 @@ func (c *quicConn) Read(p []byte) (int, error) {
 		return k, errQUICProtocol
 	case done:
 		if !errors.Is(err, io.EOF) {
-			s.CancelRead(0)
+			go drainFIN(s)
 		}
 		return n, nil
 	case errors.Is(err, io.EOF):
@@ -190,6 +191,16 @@ func (c *quicConn) Read(p []byte) (int, error) {
 		return n, quicErr(err)
 	}
 	return n, nil
+}
+
+// drainFIN waits a little for the FIN that ends an answered reply stream,
+// so that the stream completes; bytes instead, or none in time, stop it.
+func drainFIN(s *quic.Stream) {
+	_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b [1]byte
+	if n, err := s.Read(b[:]); n > 0 || !errors.Is(err, io.EOF) {
+		s.CancelRead(0)
+	}
 }
 
 // quicErr turns quic-go's deadline errors into os.ErrDeadlineExceeded, as

@@ -234,8 +234,10 @@ func (c *StreamConn) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// finishStream ends the answered stream: FIN on the send side, and the
-// receive side released if its FIN has not been read.
+// finishStream ends the answered stream: FIN on the send side. When the
+// request's FIN has not been read yet it is awaited off the serving path
+// (drainFIN): stopping the receive side at once would race the client's
+// own close of its send side, which then fails (quic-go, quinn).
 func (c *StreamConn) finishStream(s *quic.Stream) {
 	c.mu.Lock()
 	fin := c.finSeen
@@ -243,6 +245,21 @@ func (c *StreamConn) finishStream(s *quic.Stream) {
 	c.mu.Unlock()
 	_ = s.Close()
 	if !fin {
+		go drainFIN(s, c.grace)
+	}
+}
+
+// drainFIN waits up to d (5 s when 0) for the FIN that ends the receive
+// side of an answered stream, so that the stream completes and its credit
+// returns to the peer; bytes instead of the FIN, or none in time, stop the
+// receive side.
+func drainFIN(s *quic.Stream, d time.Duration) {
+	if d <= 0 {
+		d = 5 * time.Second
+	}
+	_ = s.SetReadDeadline(time.Now().Add(d))
+	var b [1]byte
+	if n, err := s.Read(b[:]); n > 0 || !errors.Is(err, io.EOF) {
 		s.CancelRead(0)
 	}
 }

@@ -281,3 +281,35 @@ func writePEM(t *testing.T, certPath, keyPath string, c tls.Certificate) {
 		t.Fatal(err)
 	}
 }
+
+// TestLateFIN: a client that closes its send side only after the reply has
+// come (its FIN later than its frame) is not stopped meanwhile: its close
+// succeeds and the stream completes, so the next command gets a stream.
+func TestLateFIN(t *testing.T) {
+	done := make(chan error, 1)
+	addr := serverFor(t, 10*time.Second, echo(done))
+	qc := dial(t, addr)
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		s, err := qc.OpenStreamSync(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("command %d: open: %v", i, err)
+		}
+		_ = s.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := s.Write(frame(500, 1)); err != nil {
+			t.Fatal(err)
+		}
+		reply := make([]byte, 1000)
+		if _, err := io.ReadFull(s, reply); err != nil {
+			t.Fatalf("command %d: reply: %v", i, err)
+		}
+		time.Sleep(50 * time.Millisecond) // the server has answered and finished its side
+		if err := s.Close(); err != nil {
+			t.Fatalf("command %d: closing the send side after the reply: %v", i, err)
+		}
+		if _, err := s.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Fatalf("command %d: after the reply: %v, want EOF", i, err)
+		}
+	}
+}
