@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -123,6 +124,52 @@ type Client struct {
 
 	topics topicCache
 	groups groupCache
+
+	// sendMu serialises sends that carry the producer identity, retries
+	// included, so a retry is always of the producer's latest request
+	// (the partition answers an older one RequestAlreadyApplied).
+	sendMu sync.Mutex
+	// prod is the producer identity (guarded by mu): the client id and
+	// session of the first login (or Config.Producer), kept across
+	// reconnects and re-logins, and the last producer request number used.
+	prod producer
+	// retriedSends counts sends confirmed after a lost attempt.
+	retriedSends atomic.Uint64
+}
+
+// producer is the identity sends carry (exactly-once sends, see the
+// package doc).
+type producer struct {
+	id      wire.Uint128
+	session uint64
+	request uint64
+	// pending is the request number of the last send if it failed with its
+	// outcome unknown (0: none), pendingSum the XXH3-64 of its body.
+	pending, pendingSum uint64
+}
+
+// Producer is a client's producer identity, for a new Client that must
+// continue it (Config.Producer): a process that restarts, or replaces its
+// Client, and then sends again a batch whose outcome was unknown gets it
+// applied at most once. It belongs to the user that logged in.
+type Producer struct {
+	ID      wire.Uint128
+	Session uint64
+	// Request is the last producer request number used.
+	Request uint64
+	// Pending is the request number of the last send if it failed with an
+	// unknown outcome (0: none) and PendingSum the XXH3-64 of its body:
+	// the next SendMessages with that very body (same messages, ids,
+	// timestamps and partition) reuses the number.
+	Pending, PendingSum uint64
+}
+
+// Producer returns the producer identity (zero before the first login).
+func (c *Client) Producer() Producer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.prod
+	return Producer{ID: p.id, Session: p.session, Request: p.request, Pending: p.pending, PendingSum: p.pendingSum}
 }
 
 // New returns an unconnected client.
@@ -136,6 +183,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.sess.reset()
 	c.addr = cfg.Addresses[0]
+	if p := cfg.Producer; p != nil && !p.ID.IsZero() {
+		c.prod = producer{id: p.ID, session: p.Session, request: p.Request, pending: p.Pending, pendingSum: p.PendingSum}
+	}
 	switch {
 	case cfg.Token != "":
 		c.creds = &credentials{token: cfg.Token}
@@ -339,6 +389,9 @@ func (c *Client) registerLocked(ctx context.Context, cr *credentials) (wire.Logi
 	c.sess.id = reply.Session
 	c.sess.bound = true
 	c.sess.counter = 1
+	if c.prod.id.IsZero() {
+		c.prod = producer{id: c.sess.client, session: reply.Session}
+	}
 	c.creds = cr
 	c.loggedOut = false
 	c.mu.Unlock()
@@ -631,6 +684,12 @@ type stampState struct {
 	// TransientNotAccepted answer (no waiting slot free) goes back to the
 	// caller instead of being replayed.
 	waiting bool
+	// prod is the producer identity a send carries (zero: none); it is
+	// the same in every attempt, across reconnects and sessions.
+	prod producer
+	// written: a frame went out; lost: an attempt's outcome is unknown
+	// (the connection broke after a write).
+	written, lost bool
 }
 
 // errLeaderCheck asks the caller to run a leader check: the request was
@@ -691,12 +750,15 @@ func (c *Client) roundTrip(ctx context.Context, code wire.CommandCode, op wire.O
 	notAccepted := time.Now().Add(c.cfg.NotAcceptedBudget)
 	for {
 		c.lastUse = time.Now()
+		st.written = true
 		if _, err := cn.nc.Write(frame); err != nil {
+			st.lost = true
 			c.dropLocked()
 			return nil, c.ctxOr(ctx, &ConnError{Addr: cn.addr, Op: "write", Err: err})
 		}
 		reply, err := wire.ReadFrame(cn.br, nil, c.cfg.MaxFrameSize)
 		if err != nil {
+			st.lost = true
 			c.dropLocked()
 			return nil, c.ctxOr(ctx, &ConnError{Addr: cn.addr, Op: "read", Err: err})
 		}
@@ -776,6 +838,9 @@ func (c *Client) stampLocked(frame []byte, code wire.CommandCode, op wire.Operat
 			c.sess.counter++
 		}
 	}
+	if op == wire.OpSendMessages {
+		h.Producer, h.ProducerSession, h.ProducerRequest = st.prod.id, st.prod.session, st.prod.request
+	}
 	h.Size = uint32(len(frame))
 	h.Put(frame[:wire.HeaderSize])
 	st.gen, st.stamped, st.request = c.gen, true, h.Request
@@ -792,6 +857,14 @@ func (c *Client) call(ctx context.Context, req wire.Request) ([]byte, error) {
 
 // callPlus is call for a request the server may hold for extra.
 func (c *Client) callPlus(ctx context.Context, req wire.Request, extra time.Duration) ([]byte, error) {
+	return c.callAs(ctx, req, extra, nil)
+}
+
+// callAs is callPlus for a send that carries the producer identity st
+// (nil: none). Such a send may be sent again after any failure: the
+// partition applies it at most once and answers a retry with the first
+// confirmation.
+func (c *Client) callAs(ctx context.Context, req wire.Request, extra time.Duration, st0 *stampState) ([]byte, error) {
 	code := req.Code()
 	op := code.Operation()
 	if op == wire.OpRegister || op == wire.OpLogout || code == wire.CmdLoginUser || code == wire.CmdLoginWithPersonalAccessToken {
@@ -808,14 +881,18 @@ func (c *Client) callPlus(ctx context.Context, req wire.Request, extra time.Dura
 	}
 	ctx, cancel := c.budgetPlus(ctx, extra)
 	defer cancel()
-	st := stampState{waiting: extra > 0}
+	st := st0
+	if st == nil {
+		st = &stampState{waiting: extra > 0}
+	}
+	idempotent := !st.prod.id.IsZero()
 	recoveries := 0
 	for {
 		c.connMu.RLock()
 		c.mu.Lock()
 		gen := c.gen
 		c.mu.Unlock()
-		payload, err := c.roundTrip(ctx, code, op, frame, &st)
+		payload, err := c.roundTrip(ctx, code, op, frame, st)
 		c.connMu.RUnlock()
 		if err == nil {
 			return payload, nil
@@ -830,7 +907,7 @@ func (c *Client) callPlus(ctx context.Context, req wire.Request, extra time.Dura
 			}
 			continue // same session: same stamp; new session: re-stamped
 		}
-		if !c.shouldRecover(op, hasSideEffects(req), err) || recoveries >= c.cfg.Reconnect.MaxPerCall {
+		if !c.shouldRecover(op, hasSideEffects(req), idempotent, err) || recoveries >= c.cfg.Reconnect.MaxPerCall {
 			return nil, err
 		}
 		recoveries++
@@ -844,10 +921,11 @@ func (c *Client) callPlus(ctx context.Context, req wire.Request, extra time.Dura
 }
 
 // shouldRecover decides whether a failed call reconnects and sends again:
-// reads and pings always may; a replicated request, or a read with side
-// effects (a poll with auto-commit), only when nothing was sent or the server
-// provably refused it before applying (Unauthenticated, StaleClient).
-func (c *Client) shouldRecover(op wire.Operation, sideEffects bool, err error) bool {
+// reads, pings and sends with a producer identity (idempotent) always may;
+// another replicated request, or a read with side effects (a poll with
+// auto-commit), only when nothing was sent or the server provably refused
+// it before applying (Unauthenticated, StaleClient).
+func (c *Client) shouldRecover(op wire.Operation, sideEffects, idempotent bool, err error) bool {
 	if errors.Is(err, ErrClosed) || !c.cfg.Reconnect.Enabled {
 		return false
 	}
@@ -861,7 +939,10 @@ func (c *Client) shouldRecover(op wire.Operation, sideEffects bool, err error) b
 	if !notApplied && !lost {
 		return false
 	}
-	if op.IsReplicated() || sideEffects {
+	if idempotent && (loggedOut || !haveCreds) {
+		return false
+	}
+	if (op.IsReplicated() || sideEffects) && !idempotent {
 		if !notApplied || loggedOut || !haveCreds {
 			return false
 		}

@@ -15,6 +15,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -956,5 +957,160 @@ func TestRegisterTransientReplaysSameFrame(t *testing.T) {
 	}
 	if c.Session() == 0 {
 		t.Fatal("not logged in")
+	}
+}
+
+// A send carries the producer identity of the first login in every
+// attempt: after its reply is lost the client reconnects, logs in again
+// (new client id, new session) and sends it again with the same identity,
+// which the partition answers from its table. The next send takes the
+// next producer request number. With AtLeastOnceSends the identity is
+// absent and the lost send is not sent again.
+func TestSendRetriedWithSameIdentity(t *testing.T) {
+	s := newFakeServer(t)
+	var drops atomic.Int32
+	drops.Store(1)
+	s.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) ([]byte, bool) {
+		if h.Code == wire.CmdSendMessages && drops.Add(-1) >= 0 {
+			return dropConnection, true
+		}
+		return nil, false
+	})
+	c := dial(t, testConfig(s.addr))
+	x := ctx(t)
+	m, _ := NewMessage([]byte("a"))
+	if _, err := c.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	var sends []record
+	for _, r := range s.recorded() {
+		if r.header.Code == wire.CmdSendMessages {
+			sends = append(sends, r)
+		}
+	}
+	if len(sends) != 3 {
+		t.Fatalf("%d send frames, want 3 (one lost, its retry, the next)", len(sends))
+	}
+	a, b, n := sends[0].header, sends[1].header, sends[2].header
+	if a.Producer.IsZero() || a.ProducerSession == 0 || a.ProducerRequest != 1 {
+		t.Fatalf("first attempt identity %v/%d/%d", a.Producer, a.ProducerSession, a.ProducerRequest)
+	}
+	if b.Producer != a.Producer || b.ProducerSession != a.ProducerSession || b.ProducerRequest != a.ProducerRequest {
+		t.Fatal("the retry carries another identity")
+	}
+	if b.Client == a.Client || sends[1].conn == sends[0].conn {
+		t.Fatal("the retry did not go out on a new login")
+	}
+	if n.Producer != a.Producer || n.ProducerRequest != 2 {
+		t.Fatalf("next send identity %d, want request 2 of the same producer", n.ProducerRequest)
+	}
+	if c.RetriedSends() != 1 {
+		t.Fatalf("RetriedSends %d, want 1", c.RetriedSends())
+	}
+
+	cfg := testConfig(s.addr)
+	cfg.AtLeastOnceSends = true
+	c2 := dial(t, cfg)
+	drops.Store(1)
+	var ce *ConnError
+	if _, err := c2.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{m}); !errors.As(err, &ce) {
+		t.Fatalf("at-least-once send with a lost reply: %v", err)
+	}
+}
+
+// A send the partition refuses as InvalidSession after an attempt whose
+// outcome was lost is reported as ErrOutcomeUnknown; one refused on its
+// first attempt is sent again under a fresh identity.
+func TestSendRefusedIdentity(t *testing.T) {
+	s := newFakeServer(t)
+	var script atomic.Int32
+	s.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) ([]byte, bool) {
+		if h.Code != wire.CmdSendMessages {
+			return nil, false
+		}
+		switch script.Add(1) {
+		case 1: // refused outright: renew
+			return wire.AppendStatusReply(nil, &h, wire.CodeInvalidSession), true
+		case 3: // lost
+			return dropConnection, true
+		case 4: // the retry is refused: unknown outcome
+			return wire.AppendStatusReply(nil, &h, wire.CodeInvalidSession), true
+		}
+		return nil, false
+	})
+	c := dial(t, testConfig(s.addr))
+	x := ctx(t)
+	m, _ := NewMessage([]byte("a"))
+	if _, err := c.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{m}); err != nil {
+		t.Fatalf("a send refused before it applied must be renewed: %v", err)
+	}
+	_, err := c.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{m})
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("want ErrOutcomeUnknown, got %v", err)
+	}
+	var sends []wire.RequestHeader
+	for _, r := range s.recorded() {
+		if r.header.Code == wire.CmdSendMessages {
+			sends = append(sends, r.header)
+		}
+	}
+	if len(sends) != 4 || sends[1].Producer == sends[0].Producer || sends[2].Producer != sends[1].Producer ||
+		sends[3].ProducerRequest != sends[2].ProducerRequest {
+		t.Fatalf("identities %+v", sends)
+	}
+}
+
+// A send whose outcome was left unknown is retried by sending the same
+// batch again — on the same Client or on a new one given Producer() — with
+// the same producer request number; a different batch abandons it.
+func TestUnknownSendRetriedBySameBatch(t *testing.T) {
+	s := newFakeServer(t)
+	var drops atomic.Int32
+	s.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) ([]byte, bool) {
+		if h.Code == wire.CmdSendMessages && drops.Add(-1) >= 0 {
+			return dropConnection, true
+		}
+		return nil, false
+	})
+	cfg := testConfig(s.addr)
+	cfg.Reconnect.Enabled = false
+	c := dial(t, cfg)
+	x := ctx(t)
+	a, _ := NewMessage([]byte("a"))
+	b, _ := NewMessage([]byte("b"))
+	drops.Store(1)
+	if _, err := c.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{a}); err == nil {
+		t.Fatal("a send with a dropped reply and no reconnect succeeded")
+	}
+	p := c.Producer()
+	if p.Pending != p.Request || p.Pending == 0 {
+		t.Fatalf("producer after an unknown outcome %+v", p)
+	}
+	c.Close()
+	cfg.Producer = &p
+	c2 := dial(t, cfg)
+	if _, err := c2.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{a}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{b}); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []uint64
+	for _, r := range s.recorded() {
+		if r.header.Code == wire.CmdSendMessages {
+			if r.header.Producer != p.ID {
+				t.Fatal("the new client sent under another producer")
+			}
+			reqs = append(reqs, r.header.ProducerRequest)
+		}
+	}
+	if len(reqs) != 3 || reqs[0] != reqs[1] || reqs[2] != reqs[1]+1 {
+		t.Fatalf("producer request numbers %v, want [n n n+1]", reqs)
+	}
+	if c2.RetriedSends() != 1 {
+		t.Fatalf("RetriedSends %d", c2.RetriedSends())
 	}
 }

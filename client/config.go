@@ -34,6 +34,17 @@ type Config struct {
 	Password string
 	Token    string
 
+	// AtLeastOnceSends turns the producer identity off: sends then go out
+	// as Iggy's SDKs send them (no identity; a send whose reply was lost
+	// is not sent again, and one sent again by the caller may land twice).
+	// By default every send carries the identity and is retried until the
+	// call's deadline, applied at most once (see the package doc).
+	AtLeastOnceSends bool
+	// Producer, when set, continues that producer identity (from
+	// Client.Producer of an earlier Client of the same user) instead of
+	// starting one at the first login.
+	Producer *Producer
+
 	// SDKName and SDKVersion are sent in the login's version prefix.
 	SDKName    string
 	SDKVersion string

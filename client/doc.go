@@ -59,10 +59,32 @@
 //     then the leader check runs; if it moves the client, the request is
 //     stamped again for the new session and sent there;
 //   - after a reconnect (with re-login), a request is sent again only if it is
-//     a read or ping, or if it provably did not apply: nothing was sent, or
-//     the server refused it as Unauthenticated (40) or StaleClient (30). A
-//     replicated request whose connection broke mid-exchange is not resent:
-//     the caller gets the *ConnError.
+//     a read or ping, a send (below), or if it provably did not apply:
+//     nothing was sent, or the server refused it as Unauthenticated (40) or
+//     StaleClient (30). Any other replicated request whose connection broke
+//     mid-exchange is not resent: the caller gets the *ConnError.
+//
+// # Exactly-once sends
+//
+// Every SendMessages carries a producer identity in header bytes 200..232
+// (an iggo extension, see package wire): the client id and session of the
+// client's first login, kept across reconnects and re-logins, and a
+// producer request number that grows by one per send. A send is retried
+// with that same identity after a broken connection, a failover (leader
+// check, new node, new login) and 57/58, until the call's deadline or
+// Reconnect.MaxPerCall reconnections; the partition applies it at most once
+// and answers a retry with the first attempt's confirmation (same offsets).
+// Sends of one Client are serialised while they are outstanding, so a retry
+// is always of the producer's latest request. If the partition no longer
+// knows the producer (its entry was evicted from a full
+// partition.dedup_clients_max table) it answers InvalidSession (14001): a
+// send refused on an attempt that surely did not apply is sent again under
+// a fresh identity (a new login); after an attempt whose outcome was lost
+// the call fails with ErrOutcomeUnknown (the batch is stored at most once).
+// RetriedSends counts sends confirmed after a lost attempt.
+// Config.AtLeastOnceSends turns the identity off (Iggy's behaviour: a send
+// whose reply was lost is reported, not resent). Against Iggy's server the
+// identity is ignored: sends are at-least-once there.
 //
 // Every call takes a context; without a deadline RequestTimeout applies. A
 // call abandoned mid-exchange closes the connection, since its reply could

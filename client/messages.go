@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/zeebo/xxh3"
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/wire"
@@ -101,7 +104,14 @@ func (c *Client) SendMessagesServerPartitioned(ctx context.Context, stream, topi
 }
 
 func (c *Client) send(ctx context.Context, stream, topic wire.Identifier, p wire.Partitioning, msgs []wire.Message) (wire.SendConfirmations, error) {
-	payload, err := c.call(ctx, &wire.SendMessages{StreamID: stream, TopicID: topic, Partitioning: p, Messages: msgs})
+	req := &wire.SendMessages{StreamID: stream, TopicID: topic, Partitioning: p, Messages: msgs}
+	var payload []byte
+	var err error
+	if c.cfg.AtLeastOnceSends {
+		payload, err = c.call(ctx, req)
+	} else {
+		payload, err = c.sendOnce(ctx, req)
+	}
 	if err != nil {
 		if wire.HasCode(err, wire.CodePartitionNotFound) {
 			c.topics.invalidate(stream, topic)
@@ -117,6 +127,126 @@ func (c *Client) send(ctx context.Context, stream, topic wire.Identifier, p wire
 	}
 	return conf, nil
 }
+
+// ErrOutcomeUnknown wraps the error of a send whose outcome the client
+// cannot learn: an attempt may have been applied (its reply was lost) and
+// the partition no longer knows the producer (its entry was evicted, or
+// superseded), so a retry was refused rather than risk a duplicate. The
+// batch is in the partition at most once.
+var ErrOutcomeUnknown = errors.New("client: send outcome unknown (applied at most once)")
+
+// sendOnce sends req with the next producer request number, and retries it
+// with the same identity after reconnects, failovers and transient
+// refusals until the context ends. A refusal by the partition's producer
+// table (InvalidSession) of a send that surely did not apply renews the
+// identity with the current login and sends again; after an attempt whose
+// outcome was lost it is ErrOutcomeUnknown.
+func (c *Client) sendOnce(ctx context.Context, req *wire.SendMessages) ([]byte, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	st := &stampState{}
+	var sum uint64
+	for renewals := 0; ; renewals++ {
+		c.mu.Lock()
+		if c.prod.id.IsZero() {
+			c.mu.Unlock()
+			return c.call(ctx, req) // not logged in yet: the call refuses or logs in
+		}
+		reuse := false
+		if c.prod.pending != 0 && renewals == 0 {
+			// The last send's outcome is unknown: the same batch again is
+			// its retry, anything else abandons it.
+			pending, want := c.prod.pending, c.prod.pendingSum
+			c.mu.Unlock()
+			sum = bodySum(req)
+			c.mu.Lock()
+			reuse = sum == want && pending == c.prod.request
+			c.prod.pending = 0
+		}
+		if !reuse {
+			c.prod.request++
+		}
+		st.prod = producer{id: c.prod.id, session: c.prod.session, request: c.prod.request}
+		st.stamped, st.written, st.lost = false, false, reuse
+		c.mu.Unlock()
+		payload, err := c.callAs(ctx, req, 0, st)
+		if err != nil && st.written && (st.lost || !isServerError(err)) {
+			// It may have been applied: remember it, so that sending the
+			// same batch again is a retry.
+			if sum == 0 {
+				sum = bodySum(req)
+			}
+			c.mu.Lock()
+			if c.prod.request == st.prod.request && c.prod.id == st.prod.id {
+				c.prod.pending, c.prod.pendingSum = st.prod.request, sum
+			}
+			c.mu.Unlock()
+		}
+		if !wire.HasCode(err, wire.CodeInvalidSession) && !wire.HasCode(err, wire.CodeRequestAlreadyApplied) {
+			if err == nil {
+				c.retried(st)
+			}
+			return payload, err
+		}
+		if st.lost || renewals > 0 || wire.HasCode(err, wire.CodeRequestAlreadyApplied) {
+			return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		}
+		// Nothing was applied: a fresh identity from a new login.
+		if err := c.renewProducer(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// bodySum is the XXH3-64 of a send's body (how a retry is recognised).
+func bodySum(req *wire.SendMessages) uint64 {
+	b, err := req.AppendBody(nil)
+	if err != nil {
+		return 0
+	}
+	return xxh3.Hash(b) | 1 // never 0
+}
+
+// isServerError reports an answer of the server (a status or result code)
+// rather than a broken or abandoned exchange.
+func isServerError(err error) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
+}
+
+// renewProducer logs in again (a new connection, client id and session)
+// and makes that login the producer identity.
+func (c *Client) renewProducer(ctx context.Context) error {
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
+	c.mu.Lock()
+	old := c.prod
+	c.mu.Unlock()
+	if err := c.reconnectLocked(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// The new login's client id has no entry in any producer table, and
+	// its session (the op of this login) is above every session a table
+	// has evicted, which the server bounds by the ops it has applied.
+	if !c.sess.bound || c.sess.client == old.id {
+		return wire.Errorf(wire.CodeInvalidSession, "no new login to renew producer %v", old.id)
+	}
+	c.prod = producer{id: c.sess.client, session: c.sess.id}
+	return nil
+}
+
+// retried counts sends that needed more than one attempt.
+func (c *Client) retried(st *stampState) {
+	if st.lost {
+		c.retriedSends.Add(1)
+	}
+}
+
+// RetriedSends is how many sends with a producer identity lost an
+// attempt's outcome and were confirmed by a retry with the same identity.
+func (c *Client) RetriedSends() uint64 { return c.retriedSends.Load() }
 
 func (c *Client) partitionsCount(ctx context.Context, stream, topic wire.Identifier) (uint32, error) {
 	if n, ok := c.topics.count(stream, topic); ok {

@@ -105,6 +105,17 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 		return c.status(h, code)
 	}
 	c.t.kind, c.t.ns, c.t.rev, c.t.user = tkSend, tg.ns, tg.rev, uid
+	c.t.producer, c.t.pSession, c.t.pRequest = vsr.Checksum{}, 0, 0
+	if !h.Producer.IsZero() {
+		// The session bounds the producer table's eviction floor: it must
+		// be a metadata op this node has seen (iggo's client uses a login
+		// session), or one bogus identity could raise the floor above
+		// every session and lock every new producer out.
+		if h.ProducerSession > view.LastApplied() {
+			return c.status(h, wire.CodeInvalidSession)
+		}
+		c.t.producer, c.t.pSession, c.t.pRequest = toVSR(h.Producer), h.ProducerSession, h.ProducerRequest
+	}
 	c.t.body, c.t.owned = req.Batch.Bytes(), false
 	if alg := topicAlgorithm(tp.Config.Compression); c.n.atRest.sealed() || alg != codec.None {
 		// Compressed and encrypted once here, before the prepare: the
@@ -172,6 +183,10 @@ func (c *conn) partitionStatus() wire.Code {
 	switch {
 	case c.t.status != 0:
 		return wire.Code(c.t.status)
+	case c.t.vstatus == vsr.StatusEvicted:
+		// The producer table refused the identity (evicted, superseded or
+		// another user's): nothing was applied by this attempt.
+		return wire.CodeInvalidSession
 	case c.t.vstatus != vsr.StatusOK:
 		return wire.Code(c.t.vstatus)
 	case len(c.t.reply) < 4:

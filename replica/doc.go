@@ -165,8 +165,12 @@
 // cluster.heartbeat_timeout, or refused by a peer that is no longer
 // primary, is answered 58 (TransientNotAccepted), which clients replay.
 // Metadata requests carry the client's session, so a replay is applied at
-// most once; partition requests have no sessions (at-least-once, as in a
-// single node whose reply was lost). Reads (polls, offset reads, get_*)
+// most once. A send that carries a producer identity (header bytes
+// 200..232, iggo's client) is applied at most once by its partition's
+// producer table (vsr Config.Dedup, bounded by partition.dedup_clients_max)
+// and a replay is answered with the original confirmation; other partition
+// requests (Iggy's SDKs' sends, offset stores) are at-least-once, as on a
+// single node whose reply was lost. Reads (polls, offset reads, get_*)
 // are served by the node the client is connected to, from what it has
 // committed.
 //
@@ -379,10 +383,17 @@
 //
 // # Partition checkpoint (checkpoint-{op:020})
 //
-// Little-endian: magic "IGGOPCKP" (8), version u32 = 1, reserved u32 = 0,
+// Little-endian: magic "IGGOPCKP" (8), version u32 = 2, reserved u32 = 0,
 // op u64, next offset u64, purge generation u64, consumer offset count u32,
 // then per offset in ascending (kind, id): kind u8 (1 consumer, 2 group),
-// id u32, offset u64; then XXH3-128 of everything before it.
+// id u32, offset u64; then the producer table: length u32 and that many
+// bytes as vsr encodes it (u32 count | 1<<31 | 1<<30, u64 eviction floor,
+// per producer by ascending id: [16] producer, u64 session, u32 user, u8
+// owned = 1, u64 last request, u64 last op, u64 reply op, u32 reply length,
+// the reply: the u64 base offset of the send); then XXH3-128 of everything
+// before it. Version 1 (no producer table) is still read, as an empty table.
+// The manifest lists the producer table again as artifact 0 for state
+// transfer.
 //
 // # Segment list (segments-{op:020}, cluster mode)
 //

@@ -482,6 +482,8 @@ func (n *Node) partitionVSRConfig(group uint64, tc metadata.TopicConfig) vsr.Con
 	depth := n.cfg.Partition.PrepareQueueDepth
 	c.PrepareQueueDepth = depth
 	c.RequestQueueDepth = partitionRequestQueue
+	c.Dedup = true
+	c.ClientsMax = n.cfg.Partition.DedupClientsMax
 	c.JournalSlots = 4 * max(64, depth)
 	c.CheckpointInterval = min(partitionCheckpointInterval, c.JournalSlots/2)
 	if tc.Durability == metadata.DurabilityPersisted {

@@ -618,14 +618,26 @@ func (p *partition) publish() {
 //
 //	off  size  field
 //	  0     8  magic "IGGOPCKP"
-//	  8     4  version = 1
+//	  8     4  version = 2 (1 is still read)
 //	 12     4  reserved, zero
 //	 16     8  op
 //	 24     8  next offset (the offset frontier: every offset below was minted)
 //	 32     8  purge generation
 //	 40     4  consumer offset count N
 //	 44  13*N  entries sorted by (kind, id): kind u8, id u32, offset u64
+//	  …     4  version 2 only: producer table length T
+//	  …     T  version 2 only: the group's producer table (exactly-once
+//	           sends) as vsr encodes it: u32 count|1<<31|1<<30, u64 eviction
+//	           floor, then per producer sorted by id: [16] producer, u64
+//	           session, u32 user, u8 owned = 1, u64 request (last applied),
+//	           u64 last_op, u64 reply_op, u32 reply length, the reply (the
+//	           8-byte base offset of a send)
 //	  …    16  XXH3-128 of every byte before it, low 64 bits first
+//
+// A version 1 file (written before producer tables) restores with an empty
+// table. The table is also listed in the manifest as artifact 0
+// (vsr.SessionsArtifact), so state transfer hands it to vsr; the copy in
+// the checkpoint file is what a restart restores.
 //
 // The segments already hold every record applied up to op; the checkpoint
 // makes them durable (fdatasync of the .log, index entries written) before
@@ -635,7 +647,7 @@ func (p *partition) publish() {
 
 func ckptName(op uint64) string { return fmt.Sprintf("%s%020d", partitionCkptPrefix, op) }
 
-func (p *partition) encodeCheckpoint(op uint64) []byte {
+func (p *partition) encodeCheckpoint(op uint64, table []byte) []byte {
 	keys := make([]offsetKey, 0, len(p.offsets))
 	for k := range p.offsets {
 		keys = append(keys, k)
@@ -652,9 +664,9 @@ func (p *partition) encodeCheckpoint(op uint64) []byte {
 		}
 		return 0
 	})
-	b := make([]byte, 44, 44+13*len(keys)+16)
+	b := make([]byte, 44, 44+13*len(keys)+4+len(table)+16)
 	copy(b, partitionCkptMagic)
-	binary.LittleEndian.PutUint32(b[8:], 1)
+	binary.LittleEndian.PutUint32(b[8:], partitionCkptVersion)
 	binary.LittleEndian.PutUint64(b[16:], op)
 	binary.LittleEndian.PutUint64(b[24:], p.next)
 	binary.LittleEndian.PutUint64(b[32:], p.purgeGen)
@@ -664,6 +676,8 @@ func (p *partition) encodeCheckpoint(op uint64) []byte {
 		b = binary.LittleEndian.AppendUint32(b, k.id)
 		b = binary.LittleEndian.AppendUint64(b, p.offsets[k])
 	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(table)))
+	b = append(b, table...)
 	sum := xxh3.Hash128(b)
 	b = binary.LittleEndian.AppendUint64(b, sum.Lo)
 	return binary.LittleEndian.AppendUint64(b, sum.Hi)
@@ -674,14 +688,21 @@ var errCheckpoint = errors.New("replica: bad checkpoint file")
 type partitionCheckpoint struct {
 	op, next, purgeGen uint64
 	offsets            map[offsetKey]uint64
+	table              []byte // producer table (nil in a version 1 file)
 	sum                xxh3.Uint128
 }
 
+// partitionCkptVersion is the checkpoint file version written.
+const partitionCkptVersion = 2
+
 func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 	var c partitionCheckpoint
-	if len(b) < 44+16 || !bytes.Equal(b[:8], []byte(partitionCkptMagic)) || binary.LittleEndian.Uint32(b[8:]) != 1 ||
-		binary.LittleEndian.Uint32(b[12:]) != 0 {
+	if len(b) < 44+16 || !bytes.Equal(b[:8], []byte(partitionCkptMagic)) || binary.LittleEndian.Uint32(b[12:]) != 0 {
 		return c, fmt.Errorf("%w: header", errCheckpoint)
+	}
+	version := binary.LittleEndian.Uint32(b[8:])
+	if version != 1 && version != 2 {
+		return c, fmt.Errorf("%w: version %d", errCheckpoint, version)
 	}
 	end := len(b) - 16
 	sum := xxh3.Hash128(b[:end])
@@ -689,8 +710,16 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 		return c, fmt.Errorf("%w: checksum", errCheckpoint)
 	}
 	n := int(binary.LittleEndian.Uint32(b[40:]))
-	if 44+13*n != end {
+	entriesEnd := 44 + 13*n
+	if version == 1 && entriesEnd != end || version == 2 && (entriesEnd+4 > end || n > end) {
 		return c, fmt.Errorf("%w: %d entries in %d bytes", errCheckpoint, n, len(b))
+	}
+	if version == 2 {
+		t := int(binary.LittleEndian.Uint32(b[entriesEnd:]))
+		if entriesEnd+4+t != end {
+			return c, fmt.Errorf("%w: producer table of %d bytes in %d", errCheckpoint, t, len(b))
+		}
+		c.table = bytes.Clone(b[entriesEnd+4 : end])
 	}
 	c.op = binary.LittleEndian.Uint64(b[16:])
 	c.next = binary.LittleEndian.Uint64(b[24:])
@@ -721,10 +750,10 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 // the superblock name the checkpoint, so a crash before that leaves the
 // previous checkpoint in force and the new files unreferenced (removed once
 // a later checkpoint is durable).
-func (p *partition) checkpoint(op uint64, _ []byte) (vsr.Manifest, error) {
+func (p *partition) checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
 	p.flushSegments()
 	var list []segEntry
-	files := []newFile{{path: filepath.Join(p.dir, ckptName(op)), data: p.encodeCheckpoint(op)}}
+	files := []newFile{{path: filepath.Join(p.dir, ckptName(op)), data: p.encodeCheckpoint(op, table)}}
 	if p.sh.n.replicaCount > 1 {
 		var err error
 		if list, err = p.segmentList(); err != nil {
@@ -765,7 +794,7 @@ func (p *partition) checkpoint(op uint64, _ []byte) (vsr.Manifest, error) {
 	if err := p.g.sb.Write(st); err != nil {
 		return vsr.Manifest{}, err
 	}
-	m := vsr.Manifest{Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(data)), Checksum: vsrChecksum(sum)}}}
+	m := vsr.Manifest{Artifacts: checkpointArtifacts(table, data, sum)}
 	if len(files) > 1 {
 		transferManifest(&m, files[1].data, list)
 		p.served = servedPartition{op: op, list: list}
@@ -872,11 +901,20 @@ func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
 	}
 	p.next, p.purgeGen, p.offsets, p.kindCounts = c.next, c.purgeGen, c.offsets, nil
 	p.applied = op
-	m := &vsr.Manifest{Op: op, Artifacts: []vsr.Artifact{{ID: artCheckpoint, Size: uint64(len(b)), Checksum: vsrChecksum(c.sum)}}}
+	m := &vsr.Manifest{Op: op, Artifacts: checkpointArtifacts(c.table, b, c.sum)}
 	if p.sh.n.replicaCount > 1 {
 		p.restoreSegments(op, m)
 	}
-	return m, nil, nil
+	return m, c.table, nil
+}
+
+// checkpointArtifacts lists the producer table (artifact 0, what vsr
+// restores its table from after a state transfer) and the checkpoint file.
+func checkpointArtifacts(table, file []byte, sum xxh3.Uint128) []vsr.Artifact {
+	return []vsr.Artifact{
+		{ID: vsr.SessionsArtifact, Size: uint64(len(table)), Checksum: vsr.BodyChecksum(table)},
+		{ID: artCheckpoint, Size: uint64(len(file)), Checksum: vsrChecksum(sum)},
+	}
 }
 
 // writeFileSync writes a new file durably (data, fdatasync, directory
@@ -942,7 +980,8 @@ func (p *partition) handle(t *task) {
 			// connection's buffers.
 			body = bytes.Clone(body)
 		}
-		p.g.submit(t, vsr.Request{Operation: opSend, User: t.user, WallClock: nowMicros(), Body: body})
+		p.g.submit(t, vsr.Request{Client: t.producer, Session: t.pSession, Request: t.pRequest,
+			Operation: opSend, User: t.user, WallClock: nowMicros(), Body: body})
 	case tkStoreOffset:
 		if p.next == 0 || t.offset > p.next-1 {
 			t.failStatus(uint32(wire.CodeInvalidOffset))

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"github.com/zeebo/xxh3"
 	"math"
 	"testing"
 
@@ -286,18 +287,21 @@ func TestPartitionCheckpointRoundTrip(t *testing.T) {
 		next    uint64
 		gen     uint64
 		offsets map[offsetKey]uint64
+		table   []byte
 	}{
-		{"empty", 0, 0, nil},
-		{"offsets", 1234, 2, map[offsetKey]uint64{{1, 5}: 9, {2, 0}: 100, {1, math.MaxUint32}: 1}},
+		{"empty", 0, 0, nil, nil},
+		{"offsets", 1234, 2, map[offsetKey]uint64{{1, 5}: 9, {2, 0}: 100, {1, math.MaxUint32}: 1}, nil},
+		{"producers", 7, 0, map[offsetKey]uint64{{1, 5}: 9}, []byte("producer table bytes")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &partition{next: tc.next, purgeGen: tc.gen, offsets: tc.offsets}
-			b := p.encodeCheckpoint(77)
+			b := p.encodeCheckpoint(77, tc.table)
 			c, err := decodePartitionCheckpoint(b)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.op != 77 || c.next != tc.next || c.purgeGen != tc.gen || len(c.offsets) != len(tc.offsets) {
+			if c.op != 77 || c.next != tc.next || c.purgeGen != tc.gen || len(c.offsets) != len(tc.offsets) ||
+				string(c.table) != string(tc.table) {
 				t.Fatalf("decoded %+v", c)
 			}
 			for k, v := range tc.offsets {
@@ -313,8 +317,38 @@ func TestPartitionCheckpointRoundTrip(t *testing.T) {
 	}
 }
 
+// A version 1 checkpoint (before producer tables) still decodes, with no
+// table.
+func TestPartitionCheckpointVersion1(t *testing.T) {
+	b := legacyCheckpointV1(9, 5, 1, 2, 3)
+	c, err := decodePartitionCheckpoint(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.op != 9 || c.next != 5 || c.offsets[offsetKey{1, 2}] != 3 || c.table != nil {
+		t.Fatalf("decoded %+v", c)
+	}
+}
+
+// legacyCheckpointV1 builds a version 1 file with one consumer offset.
+func legacyCheckpointV1(op, next uint64, kind uint8, id uint32, off uint64) []byte {
+	b := make([]byte, 44)
+	copy(b, partitionCkptMagic)
+	binary.LittleEndian.PutUint32(b[8:], 1)
+	binary.LittleEndian.PutUint64(b[16:], op)
+	binary.LittleEndian.PutUint64(b[24:], next)
+	binary.LittleEndian.PutUint32(b[40:], 1)
+	b = append(b, kind)
+	b = binary.LittleEndian.AppendUint32(b, id)
+	b = binary.LittleEndian.AppendUint64(b, off)
+	sum := xxh3.Hash128(b)
+	b = binary.LittleEndian.AppendUint64(b, sum.Lo)
+	return binary.LittleEndian.AppendUint64(b, sum.Hi)
+}
+
 func FuzzPartitionCheckpoint(f *testing.F) {
-	f.Add((&partition{next: 5, offsets: map[offsetKey]uint64{{1, 2}: 3}}).encodeCheckpoint(9))
+	f.Add((&partition{next: 5, offsets: map[offsetKey]uint64{{1, 2}: 3}}).encodeCheckpoint(9, []byte{1, 2}))
+	f.Add(legacyCheckpointV1(9, 5, 1, 2, 3))
 	f.Add([]byte(partitionCkptMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := decodePartitionCheckpoint(b)
@@ -322,8 +356,13 @@ func FuzzPartitionCheckpoint(f *testing.F) {
 			return
 		}
 		p := &partition{next: c.next, purgeGen: c.purgeGen, offsets: c.offsets}
-		if got := p.encodeCheckpoint(c.op); string(got) != string(b) {
+		got := p.encodeCheckpoint(c.op, c.table)
+		if binary.LittleEndian.Uint32(b[8:]) == partitionCkptVersion && string(got) != string(b) {
 			t.Fatalf("decoded checkpoint re-encodes differently")
+		}
+		again, err := decodePartitionCheckpoint(got)
+		if err != nil || again.op != c.op || again.next != c.next || string(again.table) != string(c.table) || len(again.offsets) != len(c.offsets) {
+			t.Fatalf("re-encoded checkpoint decodes differently: %v", err)
 		}
 	})
 }

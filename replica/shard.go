@@ -57,6 +57,11 @@ type task struct {
 	// fresh allocation nothing else references).
 	body  []byte
 	owned bool
+	// Send: the producer identity (zero client: none, at-least-once),
+	// the key of the partition's producer table.
+	producer vsr.Checksum
+	pSession uint64
+	pRequest uint64
 	// Metadata: the request for the metadata replica.
 	req vsr.Request
 	// Offsets and polls.

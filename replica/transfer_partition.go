@@ -268,6 +268,17 @@ type servedPartition struct {
 
 func (p *partition) readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
 	switch id {
+	case vsr.SessionsArtifact:
+		// The producer table, as embedded in the checkpoint file.
+		b, err := vfs.ReadFile(p.sh.fs, filepath.Join(p.dir, ckptName(ckpt)))
+		if err != nil {
+			return nil, err
+		}
+		c, err := decodePartitionCheckpoint(b)
+		if err != nil {
+			return nil, err
+		}
+		return sliceArtifact(c.table, off, length)
 	case artCheckpoint, artSegList:
 		name := ckptName(ckpt)
 		if id == artSegList {

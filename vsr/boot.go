@@ -44,7 +44,7 @@ func (r *Replica) boot(b Boot) error {
 		r.checkpointTS = s.CheckpointTimestamp
 	}
 	if r.sessions != nil && len(b.Sessions) > 0 {
-		t, err := decodeClientTable(b.Sessions, r.cfg.ClientsMax)
+		t, err := decodeTable(b.Sessions, r.cfg.ClientsMax, r.cfg.Dedup)
 		if err != nil {
 			return fmt.Errorf("vsr: boot: %w", err)
 		}

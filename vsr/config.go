@@ -55,8 +55,16 @@ type Config struct {
 	// cached replies). The node enables it for the metadata group and disables
 	// it for partition groups (group-wide).
 	Sessions bool
-	// ClientsMax bounds the session table (2..65536) when Sessions is on
-	// (group-wide: capacity eviction is part of the replicated state).
+	// Dedup enables the producer table of a partition group (exactly-once
+	// sends, see the package doc): no Register, a client's first request
+	// opens its entry, a retried (client, session, request) is answered with
+	// its cached reply and not applied again. Requests with a zero client
+	// are applied without checks (at-least-once, as Iggy's SDKs get).
+	// Mutually exclusive with Sessions (group-wide).
+	Dedup bool
+	// ClientsMax bounds the session table (2..65536) when Sessions is on,
+	// or the producer table (1..65536) when Dedup is on (group-wide:
+	// capacity eviction is part of the replicated state).
 	ClientsMax int
 
 	// PrepareQueueDepth bounds uncommitted prepares (1..PipelineMax).
@@ -141,6 +149,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Sessions && (c.ClientsMax < 2 || c.ClientsMax > 65536) {
 		return configError("clients_table_max must be 2..65536, got %d", c.ClientsMax)
+	}
+	if c.Sessions && c.Dedup {
+		return configError("sessions and dedup are exclusive")
+	}
+	if c.Dedup && (c.ClientsMax < 1 || c.ClientsMax > 65536) {
+		return configError("dedup_clients_max must be 1..65536, got %d", c.ClientsMax)
 	}
 	if c.PrepareQueueDepth < 1 || c.PrepareQueueDepth > PipelineMax {
 		return configError("prepare_queue_depth must be 1..%d, got %d", PipelineMax, c.PrepareQueueDepth)

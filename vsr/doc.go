@@ -199,9 +199,35 @@
 // user field): a Register for a client id whose session another user owns is
 // answered StatusEvicted / EvictSessionError, on the primary and again at
 // commit, and leaves that session as it was. The session table is replicated state: it is saved with every
-// checkpoint and shipped by state transfer. Without sessions (partition
-// groups, whose Iggy clients reuse one request number for many requests)
-// requests are at-least-once and the replica only routes replies by Token.
+// checkpoint and shipped by state transfer.
+//
+// # Producer tables (exactly-once sends)
+//
+// With Config.Dedup (partition groups) the table is a producer table: there
+// is no Register. A request with a zero client (what Iggy's SDKs send: they
+// reuse one request number for many requests, so their numbers identify
+// nothing) is applied with no checks — at-least-once. A request with a
+// non-zero client carries (client, session, request) chosen by the client:
+// the session a number the client may only raise (iggo's client uses the
+// metadata session of its first login, which the server bounds by the
+// metadata log head) and the request a number that grows with every new
+// request. The first request of a client opens its entry. A retry of the
+// entry's last request is answered with the cached reply (and the op that
+// produced it) without executing it again — on the primary before it is
+// prepared, and again at apply time if the retry entered the log (a backup
+// forwarded it, or the first attempt was still in flight in another view);
+// an older request is answered StatusRequestAlreadyApplied; a lower session
+// StatusEvicted/EvictSessionTooLow; a higher session restarts the entry; an
+// entry of another user is not touched (StatusEvicted/EvictSessionError).
+// When the table holds ClientsMax entries, a new client evicts the least
+// recently used entry (oldest last applied op, decided while applying) and
+// raises the table's floor to that entry's session; a client without an
+// entry whose session is at or below the floor is refused
+// (StatusEvicted/EvictNoSession) because it may be an evicted client
+// retrying a request that was applied. Refusals execute nothing, so every
+// (client, session, request) is applied at most once. The producer table is
+// replicated state like the session table: checkpointed (SessionsArtifact)
+// and shipped by state transfer.
 //
 // # Journal contract
 //

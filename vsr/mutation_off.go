@@ -12,3 +12,6 @@ func mutationTruncateWithoutNackQuorum() bool { return false }
 func mutationForgetViewDurability() bool      { return false }
 func mutationTruncateBeforeFence() bool       { return false }
 func mutationTruncateBeforeView() bool        { return false }
+func mutationDedupReapply() bool              { return false }
+func mutationDedupForgetFloor() bool          { return false }
+func mutationDedupDropTable() bool            { return false }

@@ -29,6 +29,15 @@ const (
 	// of its divergent suffix at once instead of after the state record of
 	// its new log_view is durable.
 	MutationTruncateBeforeView
+	// MutationDedupReapply: a producer table executes a retry of the
+	// client's last request again instead of answering its cached reply.
+	MutationDedupReapply
+	// MutationDedupForgetFloor: evicting a producer does not raise the
+	// floor, so the evicted producer's retry is executed again.
+	MutationDedupForgetFloor
+	// MutationDedupDropTable: checkpoints carry an empty producer table, so
+	// a restart or a state transfer forgets which requests were applied.
+	MutationDedupDropTable
 )
 
 // Mutations lists every mutation, for campaigns that try them all.
@@ -39,12 +48,15 @@ var Mutations = []Mutation{
 	MutationForgetViewDurability,
 	MutationTruncateBeforeFence,
 	MutationTruncateBeforeView,
+	MutationDedupReapply,
+	MutationDedupForgetFloor,
+	MutationDedupDropTable,
 }
 
 func (m Mutation) String() string {
 	return [...]string{"none", "truncate_without_nack_quorum", "ack_before_durable",
 		"commit_without_quorum", "forget_view_durability", "truncate_before_fence",
-		"truncate_before_view"}[m]
+		"truncate_before_view", "dedup_reapply", "dedup_forget_floor", "dedup_drop_table"}[m]
 }
 
 var activeMutation Mutation
@@ -61,3 +73,6 @@ func mutationTruncateWithoutNackQuorum() bool {
 func mutationForgetViewDurability() bool { return activeMutation == MutationForgetViewDurability }
 func mutationTruncateBeforeFence() bool  { return activeMutation == MutationTruncateBeforeFence }
 func mutationTruncateBeforeView() bool   { return activeMutation == MutationTruncateBeforeView }
+func mutationDedupReapply() bool         { return activeMutation == MutationDedupReapply }
+func mutationDedupForgetFloor() bool     { return activeMutation == MutationDedupForgetFloor }
+func mutationDedupDropTable() bool       { return activeMutation == MutationDedupDropTable }

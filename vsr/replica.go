@@ -250,6 +250,8 @@ func New(cfg Config, sm StateMachine, boot Boot) (*Replica, error) {
 	}
 	if cfg.Sessions {
 		r.sessions = newClientTable(cfg.ClientsMax)
+	} else if cfg.Dedup {
+		r.sessions = newDedupTable(cfg.ClientsMax)
 	}
 	r.initTimers()
 	if err := r.boot(boot); err != nil {

@@ -33,3 +33,24 @@ func FuzzDecodeClientTable(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeProducerTable(f *testing.F) {
+	t := newDedupTable(16)
+	t.floor = 7
+	for i := 1; i <= 3; i++ {
+		t.m[Checksum{byte(i)}] = &session{client: Checksum{byte(i)}, session: uint64(i + 5), request: uint64(i * 2),
+			user: uint32(i), owned: true, lastOp: uint64(i * 3), replyOp: uint64(i * 3), reply: bytes.Repeat([]byte{byte(i)}, 8)}
+	}
+	f.Add(t.encode())
+	f.Add(newDedupTable(16).encode())
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pt, err := decodeTable(b, 16, true)
+		if err != nil || len(b) == 0 {
+			return
+		}
+		if enc := pt.encode(); !bytes.Equal(enc, b) {
+			t.Fatal("producer table does not re-encode to itself")
+		}
+	})
+}

@@ -512,7 +512,7 @@ func (r *Replica) InstallDone(op uint64, err error) {
 	}
 	man := *x.manifest
 	if r.sessions != nil {
-		t, derr := decodeClientTable(x.sessions, r.cfg.ClientsMax)
+		t, derr := decodeTable(x.sessions, r.cfg.ClientsMax, r.cfg.Dedup)
 		if derr != nil {
 			r.stop(fmt.Errorf("state transfer: session table of checkpoint %d: %w", op, derr))
 			return

@@ -824,3 +824,30 @@ func TestReadBodyChargeRefusal(t *testing.T) {
 		t.Fatalf("reuse: %v", err)
 	}
 }
+
+// The producer identity of a send survives Put/Decode, is not written for
+// other operations, and Validate refuses a half-set one.
+func TestRequestHeaderProducerIdentity(t *testing.T) {
+	b := make([]byte, HeaderSize)
+	h := RequestHeader{Prefix: Prefix{Size: HeaderSize}, Client: Uint128{Lo: 1}, Operation: OpSendMessages, Session: 3, Request: 4,
+		Producer: Uint128{Lo: 7, Hi: 8}, ProducerSession: 9, ProducerRequest: 10}
+	h.Put(b)
+	got, err := DecodeRequestHeader(b, 0)
+	if err != nil || got.Producer != h.Producer || got.ProducerSession != 9 || got.ProducerRequest != 10 {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	got.ProducerRequest = 0
+	if err := got.Validate(); err == nil {
+		t.Fatal("a producer identity without a request number validated")
+	}
+	h.Operation = OpStoreConsumerOffset
+	h.Put(b)
+	for _, x := range b[200:232] {
+		if x != 0 {
+			t.Fatal("producer identity written for a non-send operation")
+		}
+	}
+}

@@ -146,11 +146,18 @@
 //
 // # iggo's extensions
 //
-// Two opt-in extensions that Iggy's SDKs never send, so their requests
+// Three opt-in extensions that Iggy's SDKs never send, so their requests
 // decode and are answered exactly as Iggy's: POLL_MESSAGES may end with
 // the 5-byte wait extension (PollWaitTag, long polling; PollMessages
-// documents it byte by byte), and GET_STATS may carry the 1-byte body
-// StatsExtTag, which adds an 8-byte trailer to the reply (GetStats).
+// documents it byte by byte), GET_STATS may carry the 1-byte body
+// StatsExtTag, which adds an 8-byte trailer to the reply (GetStats), and a
+// SEND_MESSAGES header may carry a producer identity in reserved bytes
+// 200..232 (RequestHeader documents it): the partition then applies the
+// send at most once per identity and answers a retry with the original
+// confirmation. A send refused by the partition's producer table gets
+// status InvalidSession (14001: the identity was evicted or superseded,
+// the send was not applied by this attempt) or RequestAlreadyApplied (59:
+// the producer sent a newer request since).
 //
 // # Client use
 //

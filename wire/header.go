@@ -37,6 +37,10 @@ const (
 	offReqSession         = 184
 	offReqUserID          = 192
 	offReqCode            = 196 // NonReplicated only: u32 command code
+	// iggo's producer identity (SendMessages only; Iggy's SDKs send zeros).
+	offReqProducer        = 200
+	offReqProducerSession = 216
+	offReqProducerRequest = 224
 )
 
 // Reply header offsets.
@@ -156,6 +160,16 @@ func getPrefix(b []byte) Prefix {
 //	184..192  session          u64, from the login reply; 0 before login
 //	192..196  user_id          u32, clients send 0
 //	196..256  reserved         zero, except 196..200 = command code for NonReplicated
+//	                           and, on SendMessages, iggo's producer identity:
+//	200..216  producer         u128, 0 = none (Iggy's SDKs: at-least-once)
+//	216..224  producer_session u64, > 0 when producer != 0
+//	224..232  producer_request u64, > 0 when producer != 0
+//	232..256  reserved         zero
+//
+// The producer identity is an iggo extension (exactly-once sends): a send
+// that carries it is applied at most once per (producer, producer_session,
+// producer_request) by its partition, and a retry gets the first attempt's
+// confirmation. Iggy's server ignores these bytes; Iggy's SDKs leave them 0.
 type RequestHeader struct {
 	Prefix
 	Client          Uint128
@@ -169,6 +183,12 @@ type RequestHeader struct {
 	// when Operation is NonReplicated. For replicated operations decoding
 	// fills it from the operation (CommandForOperation).
 	Code CommandCode
+	// Producer, ProducerSession and ProducerRequest are the producer
+	// identity of a SendMessages (zero: none); written and read only for
+	// OpSendMessages.
+	Producer        Uint128
+	ProducerSession uint64
+	ProducerRequest uint64
 }
 
 // Put writes the header into b[0:256], zeroing everything it does not set.
@@ -188,6 +208,11 @@ func (h *RequestHeader) Put(b []byte) {
 	binary.LittleEndian.PutUint32(b[offReqUserID:], h.UserID)
 	if h.Operation == OpNonReplicated {
 		binary.LittleEndian.PutUint32(b[offReqCode:], uint32(h.Code))
+	}
+	if h.Operation == OpSendMessages {
+		putU128(b[offReqProducer:], h.Producer)
+		binary.LittleEndian.PutUint64(b[offReqProducerSession:], h.ProducerSession)
+		binary.LittleEndian.PutUint64(b[offReqProducerRequest:], h.ProducerRequest)
 	}
 }
 
@@ -229,6 +254,11 @@ func DecodeRequestHeader(b []byte, maxFrame uint32) (RequestHeader, error) {
 	} else if c, ok := CommandForOperation(h.Operation); ok {
 		h.Code = c
 	}
+	if h.Operation == OpSendMessages {
+		h.Producer = getU128(b[offReqProducer:])
+		h.ProducerSession = binary.LittleEndian.Uint64(b[offReqProducerSession:])
+		h.ProducerRequest = binary.LittleEndian.Uint64(b[offReqProducerRequest:])
+	}
 	return h, nil
 }
 
@@ -261,6 +291,12 @@ func (h *RequestHeader) Validate() error {
 		if h.Request == 0 {
 			return fieldErr(what, "request", offReqRequest, "operation %s needs a request number > 0", h.Operation)
 		}
+	}
+	if !h.Producer.IsZero() && h.ProducerSession == 0 {
+		return fieldErr(what, "producer_session", offReqProducerSession, "a producer identity needs a session > 0")
+	}
+	if !h.Producer.IsZero() && h.ProducerRequest == 0 {
+		return fieldErr(what, "producer_request", offReqProducerRequest, "a producer identity needs a request > 0")
 	}
 	return nil
 }

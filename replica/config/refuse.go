@@ -33,10 +33,6 @@ var Refused = []Refusal{
 	{Key: "websocket.accept_unmasked_frames", Reason: "this build's WebSocket library always refuses unmasked client frames (RFC 6455); only false is accepted", Probe: "true"},
 	{Key: "tcp.enabled", Reason: "this build always serves TCP (its tooling and health checks use it); it cannot be turned off", Probe: "false"},
 
-	// Owned by other work: partition.dedup_clients_max (exactly-once
-	// sends) is refused until it lands.
-	{Key: "partition.dedup_clients_max", Reason: "this build keeps no per-writer retry table (exactly-once sends are not implemented): a producer's replayed send may be appended twice; only the default is accepted", Probe: "100"},
-
 	// Iggy settings for mechanisms this build does not have.
 	{Key: "consumer_group.rebalancing_timeout", Reason: "this build moves a partition to its new member at once on a rebalance (no pending revocation); only the default is accepted", Probe: "10s"},
 	{Key: "consumer_group.session_timeout", Reason: "this build removes a member when its connection closes, when heartbeat.interval lapses or when its node is gone for cluster.member_eviction_timeout; there are no session reports, only the default is accepted", Probe: "60s"},

@@ -90,6 +90,9 @@ func runCommand() *cobra.Command {
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
 			sums, err := Campaign(ctx, o, runs)
+			if runs > 1 {
+				Sum(sums).Print(o.Out)
+			}
 			bad := invalidSeeds(sums)
 			fmt.Fprintf(o.Out, "== %d run(s), %d invalid", len(sums), len(bad))
 			if len(bad) > 0 {
@@ -139,6 +142,7 @@ func runCommand() *cobra.Command {
 	f.DurationVar(&o.LivenessDeadline, "liveness-deadline", 0, "deadline for them (default 30s)")
 	f.DurationVar(&o.ConvergeTimeout, "converge-timeout", 0, "how long final reads wait for nodes to converge (default 60s)")
 	f.StringVar(&strict, "strict-reads", "", "check reads as linearizable: true/false (default: true for 1 node)")
+	f.BoolVar(&o.AtLeastOnce, "at-least-once", false, "producers send as Iggy's SDKs do (no producer identity, a failed batch resent with new ids) and logical duplicates are allowed; default: exactly-once, no duplicate at all")
 	f.StringVar(&o.WorkDir, "workdir", "", "directory for data, logs and histories (default: a temporary directory per run)")
 	f.BoolVar(&o.Keep, "keep", false, "keep the work directory of passing runs too")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log client and runner events")

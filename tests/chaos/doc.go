@@ -28,7 +28,10 @@
 //
 //   - Run(ctx, Options) (Summary, error): one run. The error means the run
 //     could not be carried out; violations come back as Summary.Valid false.
-//   - Campaign(ctx, Options, runs): runs with seeds Seed, Seed+1, ...
+//   - Campaign(ctx, Options, runs): runs with seeds Seed, Seed+1, ...;
+//     Sum(summaries) adds up a campaign's figures (schedules, faults,
+//     sends by outcome, retried sends, duplicates), which `chaos run
+//     --runs N` prints (make chaos-campaign: 50 schedules on 3 nodes).
 //   - CheckFile(path, out, visualizeDir): re-check a saved history.
 //   - Command(): the cobra command `chaos` with `run` and `check`; cmd/iggo
 //     registers it with root.AddCommand(chaos.Command()), and
@@ -38,6 +41,14 @@
 // with FakeNodeEnv=1 in its environment: this package's init hands such a
 // process to fakenode.Main, so every binary that links the package (the
 // CLI, iggo-chaos, test binaries) can host fake nodes.
+//
+// # Exactly-once
+//
+// By default producers resend a failed or unknown batch as it is (the same
+// message ids, the client's producer identity carried across redials), and
+// the checker allows no logical message stored twice. AtLeastOnce (the
+// --at-least-once flag) sends as Iggy's SDKs do and records the history
+// under the lenient rule (history Checks.AtLeastOnce).
 //
 // # Networks
 //

@@ -87,6 +87,11 @@ type Options struct {
 	// StrictReads checks reads as linearizable (default: on for a single
 	// node, off for clusters whose followers may serve stale reads).
 	StrictReads *bool `json:"strict_reads,omitempty"`
+	// AtLeastOnce runs producers as Iggy's SDKs send (no producer
+	// identity, a failed batch resent with new ids) and lets the checker
+	// accept a logical message landed twice. Off (the default), a batch is
+	// resent as it is and the checker allows no duplicate at all.
+	AtLeastOnce bool `json:"at_least_once,omitempty"`
 
 	// WorkDir holds data directories, node logs and the history (default:
 	// a new temporary directory). A passing run removes it unless Keep.

@@ -105,3 +105,41 @@ func TestRunRealCluster(t *testing.T) {
 		t.Fatalf("the iggo cluster failed the checks (seed %d):\n%s", s.Seed, sb.String())
 	}
 }
+
+// TestCampaignExactlyOnce is the CI form of `make chaos-campaign`: two
+// short schedules on a real three-node cluster with kills, pauses and (with
+// network namespaces) partitions and one-way partitions, producers retrying
+// every batch under its producer identity. The checker allows no duplicate
+// at all; the campaign totals must show faults, acknowledged messages and
+// not one duplicate or retry mismatch.
+func TestCampaignExactlyOnce(t *testing.T) {
+	kinds := []schedule.Kind{schedule.Kill, schedule.Pause}
+	if err := fault.NetnsAvailable(); err == nil {
+		kinds = append(kinds, schedule.Partition, schedule.PartitionOneWay)
+	} else {
+		t.Logf("no partitions: %v", err)
+	}
+	o := fakeOptions(t, 0, kinds...)
+	o.Fake = false
+	o.Server = harness.Binary(t)
+	o.Nodes = 3
+	o.Duration = 8 * time.Second
+	o.Interval = time.Second
+	o.FaultLength = time.Second
+	o.LivenessDeadline = 30 * time.Second
+	o.ConvergeTimeout = 30 * time.Second
+	o.OpTimeout = 2 * time.Second
+	o.Seed = clusterSeed(t, o, schedule.Kill, schedule.Pause)
+	var out strings.Builder
+	o.Out = &out
+	sums, err := Campaign(t.Context(), o, 2)
+	if err != nil {
+		t.Fatalf("campaign: %v\n%s", err, out.String())
+	}
+	tot := Sum(sums)
+	tot.Print(&out)
+	if tot.Runs != 2 || tot.Invalid != 0 || tot.Duplicates != 0 || tot.RetryMismatch != 0 || tot.FaultTotal == 0 || tot.MsgAcked == 0 {
+		t.Fatalf("campaign totals %+v:\n%s", tot, out.String())
+	}
+	t.Logf("%s", out.String()[strings.LastIndex(out.String(), "== campaign"):])
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,12 @@ type Summary struct {
 	// LivenessOK and FinalRounds describe the phases after healing.
 	LivenessOK  int
 	FinalRounds int
+	// ClientRetriedSends counts sends the clients confirmed after losing
+	// an attempt's outcome (a retry with the same producer identity, in
+	// the same call or as the same batch sent again);
+	// Result.Stats.RetriedSends counts batches retried as further recorded
+	// operations.
+	ClientRetriedSends uint64
 	// WorkDir holds the history, node logs and data; it is removed after a
 	// passing run without fault errors unless Options.Keep. HistoryPath is the history file in
 	// it; Visualizations are porcupine's views of failed checks.
@@ -55,6 +62,7 @@ func (s *Summary) Print(w io.Writer) {
 		fmt.Fprintf(w, "fault error: %s\n", firstLine(e))
 	}
 	fmt.Fprintf(w, "after healing: %d liveness operations ok, final reads in %d round(s)\n", s.LivenessOK, s.FinalRounds)
+	fmt.Fprintf(w, "sends confirmed by a retry inside the client: %d\n", s.ClientRetriedSends)
 	if s.Result != nil {
 		s.Result.Report(w)
 	}
@@ -144,7 +152,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	meta := history.Meta{RunID: runID, Seed: o.Seed, Started: started.UTC().Format(time.RFC3339Nano), Nodes: o.Nodes, Tag: tag,
 		Stream: stream, Topic: "events", Partitions: o.Partitions,
 		Checks: history.CheckConfig{LivenessOps: o.LivenessOps, LivenessDeadline: int64(o.LivenessDeadline),
-			StrictReads: *o.StrictReads, ReplicaCopies: o.Nodes},
+			StrictReads: *o.StrictReads, ReplicaCopies: o.Nodes, AtLeastOnce: o.AtLeastOnce},
 		Options: optsJSON, Schedule: schedJSON}
 	s.HistoryPath = filepath.Join(workDir, "history.jsonl")
 	hf, err := os.Create(s.HistoryPath)
@@ -161,7 +169,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		Stream: stream, Topic: meta.Topic, Partitions: o.Partitions, Tag: tag,
 		Producers: o.Producers, Consumers: o.Consumers, GroupMembers: o.GroupMembers, MetadataWorkers: o.MetadataWorkers,
 		BatchMax: o.BatchMax, MessageSize: o.MessageSize, OpTimeout: o.OpTimeout, Think: o.Think, MaxOps: o.MaxOps,
-		Seed: o.Seed, Logger: o.Logger}, rec)
+		AtLeastOnce: o.AtLeastOnce, Seed: o.Seed, Logger: o.Logger}, rec)
 	if err != nil {
 		return s, err
 	}
@@ -200,6 +208,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	fctx, cancel := context.WithTimeout(ctx, o.ConvergeTimeout)
 	s.FinalRounds = wl.FinalReads(fctx)
 	cancel()
+	s.ClientRetriedSends = wl.RetriedSends()
 	nem.watch(ctx) // a crash during the last phases counts too
 	s.FaultErrors = nem.errs
 	rec.Note(history.PhaseDone)
@@ -250,6 +259,75 @@ func Campaign(ctx context.Context, opts Options, runs int) ([]Summary, error) {
 		}
 	}
 	return out, ctx.Err()
+}
+
+// Totals are a campaign's figures.
+type Totals struct {
+	Runs, Invalid int
+	// Faults injected (start actions of the histories), by kind.
+	Faults     map[string]int
+	FaultTotal int
+	// Sends by outcome (messages), retried sends (recorded retries of a
+	// batch, and retries inside the client), and duplicates: Duplicate
+	// and RetryMismatch violations.
+	MsgAcked, MsgUnknown, MsgFailed  int
+	RetriedSends                     int
+	ClientRetriedSends               uint64
+	UnknownLanded                    int
+	Duplicates, RetryMismatch, Other int
+	// LandedTwice counts logical messages stored under two attempts (a
+	// Duplicate violation, except in AtLeastOnce runs where it is allowed).
+	LandedTwice int
+}
+
+// Sum adds up a campaign's summaries.
+func Sum(sums []Summary) Totals {
+	t := Totals{Faults: map[string]int{}}
+	for _, s := range sums {
+		if s.Result == nil {
+			continue
+		}
+		t.Runs++
+		if !s.Valid {
+			t.Invalid++
+		}
+		st := s.Result.Stats
+		for k, n := range st.Faults {
+			t.Faults[k] += n
+			t.FaultTotal += n
+		}
+		t.MsgAcked += st.MsgAcked
+		t.MsgUnknown += st.MsgUnknown
+		t.MsgFailed += st.MsgFailed
+		t.UnknownLanded += st.UnknownPresent
+		t.RetriedSends += st.RetriedSends
+		t.LandedTwice += st.RetriedLogical
+		t.ClientRetriedSends += s.ClientRetriedSends
+		for c, n := range s.Result.Counts {
+			switch c {
+			case check.Duplicate:
+				t.Duplicates += n
+			case check.RetryMismatch:
+				t.RetryMismatch += n
+			default:
+				t.Other += n
+			}
+		}
+	}
+	return t
+}
+
+// Print writes the totals in one block.
+func (t Totals) Print(w io.Writer) {
+	var fs []string
+	for _, k := range slices.Sorted(maps.Keys(t.Faults)) {
+		fs = append(fs, fmt.Sprintf("%s=%d", k, t.Faults[k]))
+	}
+	fmt.Fprintf(w, "== campaign: %d schedules run, %d invalid\n", t.Runs, t.Invalid)
+	fmt.Fprintf(w, "faults injected: %d (%s)\n", t.FaultTotal, strings.Join(fs, " "))
+	fmt.Fprintf(w, "messages: %d acknowledged, %d unknown outcome (%d of them landed), %d failed\n", t.MsgAcked, t.MsgUnknown, t.UnknownLanded, t.MsgFailed)
+	fmt.Fprintf(w, "retried sends: %d batches sent again with the same identity, %d sends confirmed by a retry\n", t.RetriedSends, t.ClientRetriedSends)
+	fmt.Fprintf(w, "duplicates: %d; retry mismatches: %d; logical messages stored twice: %d; other violations: %d\n", t.Duplicates, t.RetryMismatch, t.LandedTwice, t.Other)
 }
 
 // CheckFile re-checks a saved history and writes the report to out.

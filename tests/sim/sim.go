@@ -64,6 +64,8 @@ type Result struct {
 	Faults     map[string]int
 	Mix        string
 	Linearized int // operations checked by porcupine
+	Retried    int // operations acknowledged after more than one attempt
+	Dedup      int // groups with a producer table
 	Err        error
 }
 
@@ -103,9 +105,12 @@ type reqKey struct {
 }
 
 type group struct {
-	idx       int
-	id        uint64
-	sessions  bool
+	idx      int
+	id       uint64
+	sessions bool
+	// dedup: a partition-like group with a producer table (vsr
+	// Config.Dedup): no Register, clients choose their sessions.
+	dedup     bool
 	nodes     []*vsrtest.Node
 	committed map[uint64]vsr.Checksum
 	reqOf     map[uint64]reqKey
@@ -288,6 +293,12 @@ func (w *world) setup() {
 		if gi == 0 {
 			g.id = vsr.MetadataGroup
 		}
+		// Half the groups without sessions keep a producer table (from a
+		// bit of the id already drawn, so the draws of a seed stay put).
+		g.dedup = !g.sessions && g.id&1 == 1
+		if g.dedup {
+			w.res.Dedup++
+		}
 		durability := vsr.Persisted
 		if w.rng.Chance(1, 3) {
 			durability = vsr.Replicated
@@ -311,6 +322,7 @@ func (w *world) setup() {
 			cfg.ReplicaCount = uint8(w.n)
 			cfg.Durability = durability
 			cfg.Sessions = g.sessions
+			cfg.Dedup = g.dedup
 			cfg.ClientsMax = clientsMax
 			cfg.PrepareQueueDepth = depth
 			cfg.RequestQueueDepth = pick(1, 8, 64)
@@ -796,7 +808,8 @@ func (w *world) onApply(g *group, r int, h *vsr.Header, reply []byte) {
 			w.fail("g%d: op %d executed as %v and as %v", g.idx, op, old, key)
 		}
 		g.reqOf[op] = key
-		if g.sessions {
+		if g.sessions || g.dedup {
+			// At most once: a (client, request) is executed by one op.
 			if first, ok := g.firstOp[key]; ok && first != op {
 				w.fail("g%d: request %v executed twice, at ops %d and %d", g.idx, key, first, op)
 			}
@@ -976,6 +989,11 @@ func (w *world) finalChecks() {
 				return
 			}
 		}
+		if g.dedup {
+			for _, node := range g.nodes {
+				w.res.Faults["state transfers (producer tables)"] += node.Installs
+			}
+		}
 		ref := g.nodes[0].SM
 		for r, node := range g.nodes {
 			if !node.SM.Equal(ref) {
@@ -983,7 +1001,7 @@ func (w *world) finalChecks() {
 				return
 			}
 		}
-		if g.sessions {
+		if g.sessions || g.dedup {
 			g.resolveUnknown()
 			sort.SliceStable(g.history, func(i, j int) bool { return g.history[i].Call < g.history[j].Call })
 			res, err := checkLinearizable(g.history, 10*time.Second)
@@ -1069,6 +1087,9 @@ func newClient(g *group, idx int, w *world) *client {
 	} else {
 		c.state = clientReady
 	}
+	if g.dedup {
+		c.session = 1
+	}
 	return c
 }
 
@@ -1126,7 +1147,7 @@ func (c *client) send(w *world) {
 func (c *client) finish(w *world, out kvOutput, ret uint64) {
 	op := c.cur
 	c.cur = nil
-	if !op.hist || !c.g.sessions {
+	if !op.hist || !(c.g.sessions || c.g.dedup) {
 		return
 	}
 	r := int64(ret)
@@ -1164,6 +1185,15 @@ func (c *client) onReply(w *world, rp vsr.Reply) {
 		if len(rp.Body) == 8 {
 			v = binary.LittleEndian.Uint64(rp.Body)
 		}
+		if e, ok := c.g.exec[key]; ok && (c.g.sessions || c.g.dedup) && (e.op != rp.Op || e.val != v) {
+			// A retry answered from the table gets the first execution's
+			// reply: same op, same result.
+			w.fail("g%d: client %d request %d answered op %d value %d, executed at op %d with %d",
+				c.g.idx, c.idx, op.req.Request, rp.Op, v, e.op, e.val)
+		}
+		if op.attempts > 1 {
+			w.res.Retried++
+		}
 		c.finish(w, kvOutput{val: v}, w.tick)
 	case vsr.StatusTransientNotAccepted:
 		if int(rp.Primary) != c.target {
@@ -1185,6 +1215,14 @@ func (c *client) onReply(w *world, rp vsr.Reply) {
 			c.cur = nil
 		}
 		c.state = clientIdle
+		if c.g.dedup {
+			// A producer table forgot the client (evicted, or a newer
+			// session): a new session above every one in use, as a new
+			// metadata login gives.
+			w.res.Faults["producer evicted"]++
+			c.session = w.tick + 1
+			c.state = clientReady
+		}
 	default:
 		w.fail("g%d: unexpected reply status %s", c.g.idx, rp.Status)
 	}

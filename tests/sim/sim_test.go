@@ -44,7 +44,7 @@ func TestSim(t *testing.T) {
 	}
 	t.Logf("campaign: %d seeds from %d", seeds, base)
 	start := time.Now()
-	var ran, ops, completed, failed int
+	var ran, ops, completed, failed, dedup, retried int
 	var slowest time.Duration
 	var slowSeed uint64
 	var faults = map[string]int{}
@@ -60,6 +60,8 @@ func TestSim(t *testing.T) {
 		ran++
 		ops += res.Requests
 		completed += res.Completed
+		dedup += res.Dedup
+		retried += res.Retried
 		for k, v := range res.Faults {
 			faults[k] += v
 		}
@@ -75,17 +77,17 @@ func TestSim(t *testing.T) {
 		}
 	}
 	el := time.Since(start)
-	t.Logf("%d seeds (%d failed) in %v (%.0f seeds/min, slowest: seed %d, %v), %d client ops (%d acknowledged), %.0f ops/seed; faults %v",
+	t.Logf("%d seeds (%d failed) in %v (%.0f seeds/min, slowest: seed %d, %v), %d client ops (%d acknowledged, %d after retries), %.0f ops/seed, %d producer-table groups; faults %v",
 		ran, failed, el.Round(time.Millisecond), float64(ran)/el.Minutes(), slowSeed, slowest.Round(time.Millisecond),
-		ops, completed, float64(ops)/float64(ran), faults)
+		ops, completed, retried, float64(ops)/float64(ran), dedup, faults)
 }
 
 // maxCampaignFailures bounds how many failing seeds one campaign reports.
 const maxCampaignFailures = 20
 
 func summary(r Result) string {
-	return fmt.Sprintf("seed %d: %s; %d ticks, %d requests, %d acknowledged, commit %d, view %d, %d linearized; faults %v",
-		r.Seed, r.Mix, r.Ticks, r.Requests, r.Completed, r.Commits, r.Views, r.Linearized, r.Faults)
+	return fmt.Sprintf("seed %d: %s; %d producer-table groups; %d ticks, %d requests, %d acknowledged (%d after retries), commit %d, view %d, %d linearized; faults %v",
+		r.Seed, r.Mix, r.Dedup, r.Ticks, r.Requests, r.Completed, r.Retried, r.Commits, r.Views, r.Linearized, r.Faults)
 }
 
 // regressionSeeds failed before the fix noted next to each; they run on every

@@ -50,6 +50,8 @@ type Node struct {
 	Up    bool
 	Now   uint64
 	Boots uint64
+	// Installs counts checkpoints installed by state transfer.
+	Installs int
 
 	Latency Latency
 	Rand    *vsr.PRNG
@@ -341,7 +343,7 @@ func (n *Node) complete(io pendingIO) {
 	case ioCheckpoint:
 		ck := &Checkpoint{Artifacts: map[uint32][]byte{1: io.data, 2: io.hist}}
 		m := vsr.Manifest{Op: io.op}
-		if n.Cfg.Sessions {
+		if n.Cfg.Sessions || n.Cfg.Dedup {
 			ck.Artifacts[vsr.SessionsArtifact] = io.sessions
 			m.Artifacts = append(m.Artifacts, artifact(vsr.SessionsArtifact, io.sessions))
 		}
@@ -390,6 +392,7 @@ func (n *Node) complete(io pendingIO) {
 		}
 		n.Disk.Checkpoints[io.op] = ck
 		clear(n.Disk.staging)
+		n.Installs++
 		n.R.InstallDone(io.op, nil)
 		n.gcCheckpoints()
 	}

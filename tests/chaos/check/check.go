@@ -12,10 +12,14 @@
 //     offset) is not at base+k of that partition in a node's final read
 //     (k is its position in the batch); an acknowledged send without
 //     placement must still appear in its partition;
-//   - duplicate: a message id (unique per send attempt) seen at more than
-//     one place: twice in one read, at two offsets, or in two partitions.
-//     Retries of one logical message are different ids; they may all land
-//     (at-least-once) and are only counted;
+//   - duplicate: a message id seen at more than one place: twice in one
+//     read, at two offsets, or in two partitions; or (unless the run is
+//     AtLeastOnce) one logical message landed under two attempts. Send
+//     operations that carry the same batch (a retry with the same message
+//     ids and producer identity) are one send: invoked when the first was,
+//     acknowledged if any was;
+//   - retry-mismatch: two acknowledgements of one retried batch that place
+//     it differently (a retry must get the original confirmation);
 //   - failed-present: a message of a send that definitely failed was read;
 //   - order: a read whose offsets are not dense and increasing from where
 //     it started (final reads start at 0), or two sends in one partition
@@ -70,6 +74,7 @@ import (
 const (
 	Lost               = "lost"
 	Duplicate          = "duplicate"
+	RetryMismatch      = "retry-mismatch"
 	FailedPresent      = "failed-present"
 	Order              = "order"
 	OffsetReuse        = "offset-reuse"
@@ -117,8 +122,11 @@ type Stats struct {
 	// UnknownPresent is how many unknown-outcome messages were found.
 	UnknownPresent int
 	// RetriedLogical counts logical messages present under more than one
-	// attempt (allowed: at-least-once after unknown outcomes).
+	// attempt (a Duplicate violation unless the run is AtLeastOnce).
 	RetriedLogical int
+	// RetriedSends counts sends recorded as more than one operation (the
+	// same batch retried with the same producer identity).
+	RetriedSends int
 	// Observations is the number of (offset, message) pairs read.
 	Observations int
 	// FinalLengths is the length of each partition per node after healing.

@@ -36,18 +36,55 @@ func TestValidHistoryWithUnknownOutcomes(t *testing.T) {
 	}
 }
 
-func TestRetriedLogicalMessageMayLandTwice(t *testing.T) {
+// A logical message resent as a new attempt may land twice only in an
+// at-least-once run; by default that is a duplicate.
+func TestRetriedLogicalMessageLandsTwice(t *testing.T) {
 	b := &builder{}
 	b.invoke(1, history.Send, sendArgs(0, id(1, 0, 1)))
 	b.info(1, history.Send)
 	b.invoke(11, history.Send, sendArgs(0, id(1, 0, 2)))
 	b.ok(11, history.Send, 0, ackVal(0, 1))
 	b.finalRead(100, 0, 0, obs(0, id(1, 0, 1), id(1, 0, 2)))
-	r := run(t, meta(1, 1), b)
+	m := meta(1, 1)
+	m.Checks.AtLeastOnce = true
+	r := run(t, m, b)
 	expect(t, r)
 	if r.Stats.RetriedLogical != 1 {
 		t.Errorf("RetriedLogical = %d, want 1", r.Stats.RetriedLogical)
 	}
+	r = run(t, meta(1, 1), b)
+	expect(t, r, Duplicate)
+}
+
+// A batch retried with the same ids is one send: invoked with the first
+// attempt, confirmed by the retry; it lands once. Real-time order counts
+// from the first attempt's invocation, so a send acknowledged between the
+// attempts may sit after it.
+func TestRetriedBatchIsOneSend(t *testing.T) {
+	b := &builder{}
+	b.invoke(1, history.Send, sendArgs(0, id(1, 0, 1), id(1, 1, 1)))
+	b.info(1, history.Send) // lost reply: it landed at 0
+	b.sendOK(0, 0, 2, id(0, 0, 1))
+	b.invoke(11, history.Send, sendArgs(0, id(1, 0, 1), id(1, 1, 1)))
+	b.ok(11, history.Send, 0, ackVal(0, 0))
+	b.finalRead(100, 0, 0, obs(0, id(1, 0, 1), id(1, 1, 1), id(0, 0, 1)))
+	r := run(t, meta(1, 1), b)
+	expect(t, r)
+	if r.Stats.RetriedSends != 1 || r.Stats.MsgAcked != 3 || r.Stats.MsgUnknown != 0 {
+		t.Errorf("stats %+v", r.Stats)
+	}
+}
+
+// Two confirmations of one retried batch at different offsets, or the
+// batch read twice, break exactly-once.
+func TestRetriedBatchMismatchAndDuplicate(t *testing.T) {
+	b := &builder{}
+	b.invoke(1, history.Send, sendArgs(0, id(1, 0, 1)))
+	b.ok(1, history.Send, 0, ackVal(0, 0))
+	b.invoke(11, history.Send, sendArgs(0, id(1, 0, 1)))
+	b.ok(11, history.Send, 0, ackVal(0, 1))
+	b.finalRead(100, 0, 0, obs(0, id(1, 0, 1), id(1, 0, 1)))
+	expect(t, run(t, meta(1, 1), b), RetryMismatch, Duplicate)
 }
 
 func TestLostAcknowledgedMessage(t *testing.T) {
@@ -217,8 +254,8 @@ func TestMalformedHistory(t *testing.T) {
 
 	b = &builder{}
 	b.sendOK(0, 0, 0, id(0, 0, 1))
-	b.sendOK(1, 0, 1, id(0, 0, 1)) // the workload reused an id
-	b.finalRead(100, 0, 0, obs(0, id(0, 0, 1), id(0, 0, 1)))
+	b.sendOK(1, 0, 1, id(0, 0, 1), id(0, 1, 1)) // the workload reused an id in another batch
+	b.finalRead(100, 0, 0, obs(0, id(0, 0, 1), id(0, 0, 1), id(0, 1, 1)))
 	r := run(t, meta(1, 1), b)
 	if r.Counts[Malformed] == 0 {
 		t.Errorf("reused id not reported as malformed: %v", r.Violations)

@@ -54,11 +54,77 @@ func onWorkload(meta history.Meta, v history.Value) bool {
 	return meta.Stream == "" || (v.Stream == meta.Stream && v.Topic == meta.Topic)
 }
 
-func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore int64) {
-	attempts := map[history.MsgID]*attempt{}
-	var sends []*history.Op
+// mergeRetries folds the send operations that carry the same batch (the
+// same message ids, in order: a retry with the same producer identity) into
+// one operation: invoked when the first was, acknowledged if any was (the
+// acknowledgements must agree on the placement, or RetryMismatch), of
+// unknown outcome if any was and none acknowledged, failed only if all
+// failed. Other operations are returned as they are, in order.
+func mergeRetries(r *Result, meta history.Meta, ops []history.Op) []*history.Op {
+	type group struct {
+		merged *history.Op
+		n      int
+	}
+	byFirst := map[history.MsgID]*group{}
+	var out []*history.Op
 	for i := range ops {
 		op := &ops[i]
+		if op.Kind != history.Send || !onWorkload(meta, op.Args) || op.Args.Partition == nil || len(op.Args.Msgs) == 0 {
+			out = append(out, op)
+			continue
+		}
+		g := byFirst[op.Args.Msgs[0]]
+		if g == nil || !slices.Equal(g.merged.Args.Msgs, op.Args.Msgs) || *g.merged.Args.Partition != *op.Args.Partition {
+			if g == nil {
+				c := *op
+				byFirst[op.Args.Msgs[0]] = &group{merged: &c, n: 1}
+				out = append(out, &c)
+			} else {
+				out = append(out, op) // an id reused in another batch: Malformed below
+			}
+			continue
+		}
+		g.n++
+		if g.n == 2 {
+			r.Stats.RetriedSends++
+		}
+		m := g.merged
+		switch {
+		case op.Type == history.OK && m.Type == history.OK:
+			if !samePlace(m.Result, op.Result) {
+				r.flag(RetryMismatch, "retried send confirmed at %s (event %d) and at %s (event %d)",
+					[]int64{m.CompleteIndex, op.CompleteIndex}, placeOf(m.Result), m.CompleteIndex, placeOf(op.Result), op.CompleteIndex)
+			}
+		case op.Type == history.OK:
+			m.Type, m.Result, m.Complete, m.CompleteIndex, m.Node, m.Err, m.Code = op.Type, op.Result, op.Complete, op.CompleteIndex, op.Node, op.Err, op.Code
+		case m.Type == history.OK:
+		case op.Type == history.Info || m.Type == history.Info:
+			m.Type = history.Info
+			m.Complete, m.CompleteIndex = max(m.Complete, op.Complete), max(m.CompleteIndex, op.CompleteIndex)
+		default: // both failed
+			m.Complete, m.CompleteIndex, m.Err, m.Code = op.Complete, op.CompleteIndex, op.Err, op.Code
+		}
+	}
+	return out
+}
+
+func samePlace(a, b history.Value) bool {
+	return (a.Partition == nil) == (b.Partition == nil) && (a.Base == nil) == (b.Base == nil) &&
+		(a.Partition == nil || *a.Partition == *b.Partition) && (a.Base == nil || *a.Base == *b.Base)
+}
+
+func placeOf(v history.Value) string {
+	if v.Partition == nil || v.Base == nil {
+		return "(no placement)"
+	}
+	return loc{*v.Partition, *v.Base}.String()
+}
+
+func checkMessages(r *Result, meta history.Meta, all []history.Op, lossBefore int64) {
+	attempts := map[history.MsgID]*attempt{}
+	var sends []*history.Op
+	ops := mergeRetries(r, meta, all)
+	for _, op := range ops {
 		if op.Kind != history.Send || !onWorkload(meta, op.Args) || op.Args.Partition == nil {
 			continue
 		}
@@ -137,8 +203,7 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 	}
 	// final[node][partition] is the last successful final read.
 	final := map[int]map[uint32]*history.Op{}
-	for i := range ops {
-		op := &ops[i]
+	for _, op := range ops {
 		if op.Type != history.OK || !onWorkload(meta, op.Args) {
 			continue
 		}
@@ -296,9 +361,13 @@ func checkMessages(r *Result, meta history.Meta, ops []history.Op, lossBefore in
 			landed[l][id.Attempt] = true
 		}
 	}
-	for _, atts := range landed {
-		if len(atts) > 1 {
+	for _, l := range sortedLogical(landed) {
+		if atts := landed[l]; len(atts) > 1 {
 			r.Stats.RetriedLogical++
+			if !meta.Checks.AtLeastOnce {
+				r.flag(Duplicate, "logical message %d/%d landed under %d attempts (exactly-once: retries must reuse the batch)",
+					nil, l.Producer, l.Seq, len(atts))
+			}
 		}
 	}
 
@@ -433,6 +502,17 @@ func sortedIDs[V any](m map[history.MsgID]V) []history.MsgID {
 	slices.SortFunc(out, func(a, b history.MsgID) int {
 		return cmp.Or(cmp.Compare(a.Producer, b.Producer), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Attempt, b.Attempt),
 			cmp.Compare(a.Raw.Hi, b.Raw.Hi), cmp.Compare(a.Raw.Lo, b.Raw.Lo))
+	})
+	return out
+}
+
+func sortedLogical[V any](m map[history.Logical]V) []history.Logical {
+	out := make([]history.Logical, 0, len(m))
+	for l := range m {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b history.Logical) int {
+		return cmp.Or(cmp.Compare(a.Producer, b.Producer), cmp.Compare(a.Seq, b.Seq))
 	})
 	return out
 }

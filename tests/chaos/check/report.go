@@ -70,8 +70,8 @@ func (r *Result) Report(w io.Writer) {
 	} else {
 		fmt.Fprintln(w, "faults injected: none")
 	}
-	fmt.Fprintf(w, "messages: %d acknowledged, %d failed, %d unknown (%d of them landed); %d logical messages landed more than once after retries\n",
-		r.Stats.MsgAcked, r.Stats.MsgFailed, r.Stats.MsgUnknown, r.Stats.UnknownPresent, r.Stats.RetriedLogical)
+	fmt.Fprintf(w, "messages: %d acknowledged, %d failed, %d unknown (%d of them landed); %d sends retried with the same batch; %d logical messages landed more than once\n",
+		r.Stats.MsgAcked, r.Stats.MsgFailed, r.Stats.MsgUnknown, r.Stats.UnknownPresent, r.Stats.RetriedSends, r.Stats.RetriedLogical)
 	fmt.Fprintf(w, "observations: %d; liveness: %d operations ok\n", r.Stats.Observations, r.Stats.LivenessOK)
 	for _, n := range sortedKeys(r.Stats.FinalLengths) {
 		var ls []string

@@ -5,6 +5,10 @@
 // topics, sends, polls (offset, first, last, next; auto-commit), consumer
 // offsets and consumer groups (join, leave, sync, round-robin assignment).
 //
+// Sends that carry a producer identity are applied at most once per
+// identity, as iggo's partitions do (an unbounded table, rebuilt from
+// messages.log on restart).
+//
 // It runs as a real process (Main) so that kill -9, SIGSTOP, wipes and
 // corruption act on it for real. State is kept in append-only files under
 // the data directory, written (not fsynced) before each reply, which
@@ -198,6 +202,13 @@ type partition struct {
 	records []record
 	next    uint64
 	offsets map[string]uint64 // consumer key -> stored offset
+	// producers is the retry table of exactly-once sends (unbounded here).
+	producers map[wire.Uint128]*prodEntry
+}
+
+// prodEntry is a producer's latest applied send in a partition.
+type prodEntry struct {
+	session, request, base uint64
 }
 
 type record struct {
@@ -231,6 +242,11 @@ type entry struct {
 	Key    string `json:"k,omitempty"`
 	Offset uint64 `json:"o,omitempty"`
 	At     uint64 `json:"at,omitempty"`
+	// Producer identity of a batch (exactly-once sends).
+	ProdLo   uint64 `json:"plo,omitempty"`
+	ProdHi   uint64 `json:"phi,omitempty"`
+	PSession uint64 `json:"ps,omitempty"`
+	PRequest uint64 `json:"pr,omitempty"`
 }
 
 func (n *node) path(f string) string { return filepath.Join(n.cfg.DataDir, f) }
@@ -386,6 +402,16 @@ func (n *node) applyBatch(e entry) {
 	}
 	p.records = append(p.records, record{base: v.BaseOffset(), count: v.MessageCount(), batch: v})
 	p.next = max(p.next, v.BaseOffset()+uint64(v.MessageCount()))
+	if id := (wire.Uint128{Lo: e.ProdLo, Hi: e.ProdHi}); !id.IsZero() {
+		p.noteProducer(id, e.PSession, e.PRequest, v.BaseOffset())
+	}
+}
+
+func (p *partition) noteProducer(id wire.Uint128, sess, req, base uint64) {
+	if p.producers == nil {
+		p.producers = map[wire.Uint128]*prodEntry{}
+	}
+	p.producers[id] = &prodEntry{session: sess, request: req, base: base}
 }
 
 func (n *node) topic(s, t uint32) *topic {
@@ -421,6 +447,7 @@ type conn struct {
 	nc      net.Conn
 	session uint64
 	client  wire.Uint128
+	hdr     wire.RequestHeader // of the request being dispatched
 }
 
 func (c *conn) serve() {
@@ -488,6 +515,7 @@ func (c *conn) handle(h wire.RequestHeader, body []byte) []byte {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	c.hdr = h
 	payload, code, reject := c.dispatch(req)
 	switch {
 	case code != 0 && reject:
@@ -685,18 +713,36 @@ func (c *conn) dispatch(req wire.Request) (wire.ReplyPayload, wire.Code, bool) {
 			return nil, wire.CodePartitionNotFound, false
 		}
 		p := t.parts[pid]
+		h := c.hdr
+		if !h.Producer.IsZero() {
+			// Exactly-once sends, as iggo's partitions apply them.
+			if pe := p.producers[h.Producer]; pe != nil && pe.session == h.ProducerSession {
+				switch {
+				case h.ProducerRequest == pe.request:
+					return wire.SendConfirmations{{StreamID: s.id, TopicID: t.id, PartitionID: pid, BaseOffset: pe.base}}, 0, false
+				case h.ProducerRequest < pe.request:
+					return nil, wire.CodeRequestAlreadyApplied, false
+				}
+			} else if pe != nil && h.ProducerSession < pe.session {
+				return nil, wire.CodeInvalidSession, false
+			}
+		}
 		v, err := wire.ParseBatch(bytes.Clone(r.Batch.Bytes()))
 		if err != nil {
 			return nil, wire.CodeInvalidCommand, false
 		}
 		base := p.next
 		v.Stamp(uint64(pid), base, now())
-		e := entry{T: "batch", Stream: s.id, Topic: t.id, Part: pid, Batch: base64.StdEncoding.EncodeToString(v.Bytes())}
+		e := entry{T: "batch", Stream: s.id, Topic: t.id, Part: pid, Batch: base64.StdEncoding.EncodeToString(v.Bytes()),
+			ProdLo: h.Producer.Lo, ProdHi: h.Producer.Hi, PSession: h.ProducerSession, PRequest: h.ProducerRequest}
 		if err := n.write("messages.log", e); err != nil {
 			return nil, wire.CodeError, false
 		}
 		p.records = append(p.records, record{base: base, count: v.MessageCount(), batch: v})
 		p.next = base + uint64(v.MessageCount())
+		if !h.Producer.IsZero() {
+			p.noteProducer(h.Producer, h.ProducerSession, h.ProducerRequest, base)
+		}
 		if err := n.write("next.log", entry{T: "next", Stream: s.id, Topic: t.id, Part: pid, Next: p.next}); err != nil {
 			return nil, wire.CodeError, false
 		}

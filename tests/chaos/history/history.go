@@ -161,8 +161,11 @@ type Meta struct {
 	Schedule json.RawMessage `json:"schedule,omitempty"`
 }
 
-// MetaVersion is the history format version this package writes.
-const MetaVersion = 1
+// MetaVersion is the history format version this package writes. Version
+// 2 added Checks.AtLeastOnce and retried sends (one send's message ids in
+// several send operations); a version 1 history is read with AtLeastOnce
+// set, the semantics it was recorded under.
+const MetaVersion = 2
 
 // CheckConfig is what the checker needs to know about the run beyond the
 // events.
@@ -180,6 +183,12 @@ type CheckConfig struct {
 	// cluster keeps (the node count). Losing data after destructive faults
 	// on that many nodes at once is tolerated and reported, not flagged.
 	ReplicaCopies int `json:"replica_copies"`
+	// AtLeastOnce allows a logical message to land under more than one
+	// attempt (a workload whose retries are new sends, as with Iggy's
+	// SDKs). Off (the default since format version 2), every logical
+	// message lands at most once: retries reuse the message ids and the
+	// producer identity, and the server applies them once.
+	AtLeastOnce bool `json:"at_least_once,omitempty"`
 }
 
 // Never is the completion time of an operation whose outcome is unknown:

@@ -169,8 +169,12 @@ func Read(in io.Reader) (Meta, []Event, error) {
 	if err := json.Unmarshal(sc.Bytes(), &meta); err != nil || meta.Type != "meta" {
 		return meta, nil, ErrNotHistory
 	}
-	if meta.Version != MetaVersion {
-		return meta, nil, fmt.Errorf("history: format version %d, this reader knows %d", meta.Version, MetaVersion)
+	switch meta.Version {
+	case MetaVersion:
+	case 1:
+		meta.Checks.AtLeastOnce = true
+	default:
+		return meta, nil, fmt.Errorf("history: format version %d, this reader knows 1 and %d", meta.Version, MetaVersion)
 	}
 	var events []Event
 	var bad error

@@ -4,9 +4,11 @@
 // Roles, each a fixed number of workers with their own connection:
 //
 //   - producers send batches of 1..BatchMax messages to a partition they
-//     choose; every attempt carries fresh message ids (producer, sequence,
-//     attempt) and payloads derived from them; a send that fails or whose
-//     outcome is unknown is retried as a new attempt, up to MaxAttempts;
+//     choose; messages carry ids (producer, sequence, attempt) and payloads
+//     derived from them; a send that fails or whose outcome is unknown is
+//     retried up to MaxAttempts: the same batch again (same ids, the
+//     client's producer identity, kept across redials: exactly-once), or
+//     with AtLeastOnce a new attempt with fresh ids;
 //   - consumers poll (next strategy with or without auto-commit, or from an
 //     offset), store offsets (usually what they have read, sometimes a
 //     rewind) and read their stored offsets;
@@ -32,6 +34,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,6 +67,11 @@ type Config struct {
 	// payload size (default 64); MaxAttempts bounds attempts per batch
 	// (default 3, at most 65535).
 	BatchMax, MessageSize, MaxAttempts int
+	// AtLeastOnce makes producers send without the producer identity and
+	// resend a failed batch as a new attempt with new ids (what Iggy's
+	// SDKs give); by default a batch is resent as it is and lands at most
+	// once.
+	AtLeastOnce bool
 	// PollMax bounds a poll's count (default 20).
 	PollMax int
 	// DialTimeout bounds a connection with its login (default 10 s).
@@ -145,7 +153,13 @@ type Workload struct {
 	// final reads wait for on every node.
 	acked   []uint64
 	nextPID int
+	// retried sums the clients' RetriedSends as they close.
+	retried atomic.Uint64
 }
+
+// RetriedSends is how many sends the workload's clients confirmed after
+// losing an attempt's outcome (retries inside one call).
+func (w *Workload) RetriedSends() uint64 { return w.retried.Load() }
 
 // New prepares a workload recording into rec.
 func New(cfg Config, rec *history.Recorder) (*Workload, error) {
@@ -196,6 +210,7 @@ func (w *Workload) clientConfig(addrs []string) client.Config {
 	// One attempt per recorded operation: no reconnect-and-resend inside
 	// the client (see worker.finish).
 	cfg.Reconnect.Enabled = false
+	cfg.AtLeastOnceSends = w.cfg.AtLeastOnce
 	cfg.Username, cfg.Password = w.cfg.Username, w.cfg.Password
 	cfg.RequestTimeout = w.cfg.OpTimeout
 	cfg.Logger = w.cfg.Logger
@@ -213,13 +228,16 @@ const invalidCredentialsGrace = 10 * time.Second
 // so after a restart every worker logging in at once can saturate a small
 // machine: attempts get a generous timeout and back off exponentially with
 // jitter instead of giving up and piling on.
-func (w *Workload) dial(ctx context.Context, addrs []string, rng *rand.Rand) (*client.Client, error) {
+func (w *Workload) dial(ctx context.Context, addrs []string, rng *rand.Rand, prod *client.Producer) (*client.Client, error) {
 	backoff := 100 * time.Millisecond
 	var badCreds time.Time
 	for {
 		first := rng.IntN(len(addrs))
 		cfg := w.clientConfig(append(slices.Clone(addrs[first:]), addrs[:first]...))
 		cfg.RequestTimeout = max(w.cfg.OpTimeout, w.cfg.DialTimeout)
+		if prod != nil && !prod.ID.IsZero() {
+			cfg.Producer = prod
+		}
 		c, err := client.New(cfg)
 		if err != nil {
 			return nil, err
@@ -275,6 +293,9 @@ func Classify(err error) (history.Type, int) {
 		return history.Info, int(ce.IggyCode())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, client.ErrClosed):
 		return history.Info, 0
+	case errors.Is(err, client.ErrOutcomeUnknown):
+		code, _ := wire.CodeOf(err)
+		return history.Info, int(code)
 	}
 	code, ok := wire.CodeOf(err)
 	if !ok {
@@ -317,7 +338,7 @@ func (w *Workload) opCtx(ctx context.Context) (context.Context, context.CancelFu
 // until they exist or ctx ends. It records nothing: it runs before faults.
 func (w *Workload) Setup(ctx context.Context) error {
 	rng := rand.New(rand.NewPCG(uint64(w.cfg.Seed), 0xfeed))
-	c, err := w.dial(ctx, w.cfg.Addrs, rng)
+	c, err := w.dial(ctx, w.cfg.Addrs, rng, nil)
 	if err != nil {
 		return fmt.Errorf("workload: setup: %w", err)
 	}
@@ -401,12 +422,13 @@ type worker struct {
 
 func (w *Workload) newWorker(ctx context.Context, pid int, rng *rand.Rand) *worker {
 	k := &worker{w: w, pid: pid, rng: rng}
-	k.c, _ = w.dial(ctx, w.cfg.Addrs, rng)
+	k.c, _ = w.dial(ctx, w.cfg.Addrs, rng, nil)
 	return k
 }
 
 func (k *worker) close() {
 	if k.c != nil {
+		k.w.retried.Add(k.c.RetriedSends())
 		k.c.Close()
 	}
 }
@@ -433,8 +455,13 @@ func (k *worker) finish(ctx context.Context, h *history.Pending, err error, v hi
 		k.pid = k.w.newPID()
 	}
 	if broken(err) {
+		// The new client continues the producer identity (and the send
+		// left in doubt), so the retry of that batch is applied at most
+		// once.
+		p := k.c.Producer()
+		k.w.retried.Add(k.c.RetriedSends())
 		k.c.Close()
-		k.c, _ = k.w.dial(ctx, k.w.cfg.Addrs, k.rng)
+		k.c, _ = k.w.dial(ctx, k.w.cfg.Addrs, k.rng, &p)
 	}
 	return t
 }
@@ -454,8 +481,8 @@ func (w *Workload) base(part uint32) history.Value {
 	return history.Value{Stream: w.cfg.Stream, Topic: w.cfg.Topic, Partition: history.U32(part)}
 }
 
-// send performs one attempt; it returns the outcome.
-func (w *Workload) send(ctx context.Context, k *worker, producer uint32, part uint32, seq uint64, n int, attempt uint32) history.Type {
+// batch mints the messages of one attempt.
+func (w *Workload) batch(producer uint32, seq uint64, n int, attempt uint32) ([]history.MsgID, []wire.Message) {
 	ids := make([]history.MsgID, n)
 	msgs := make([]wire.Message, n)
 	for i := range ids {
@@ -463,6 +490,12 @@ func (w *Workload) send(ctx context.Context, k *worker, producer uint32, part ui
 		msgs[i] = wire.Message{ID: ids[i].Wire(w.cfg.Tag), OriginTimestamp: uint64(time.Now().UnixMicro()),
 			Payload: history.Payload(w.cfg.Tag, ids[i], w.cfg.MessageSize)}
 	}
+	return ids, msgs
+}
+
+// send performs one attempt; it returns the outcome and the error.
+func (w *Workload) send(ctx context.Context, k *worker, part uint32, ids []history.MsgID, msgs []wire.Message) (history.Type, error) {
+	n := len(ids)
 	args := w.base(part)
 	args.Msgs = ids
 	h := w.rec.Invoke(k.pid, history.Send, args)
@@ -478,9 +511,16 @@ func (w *Workload) send(ctx context.Context, k *worker, producer uint32, part ui
 		}
 		w.mu.Unlock()
 	}
-	return k.finish(ctx, h, err, res)
+	return k.finish(ctx, h, err, res), err
 }
 
+// producer sends batches. Exactly-once (the default): a batch whose send
+// failed or whose outcome is unknown is sent again as it is — the same
+// message ids and bytes, so the client reuses its producer request number
+// and the partition applies it at most once — until it is acknowledged,
+// the client reports ErrOutcomeUnknown (the partition no longer knows the
+// producer: retrying could duplicate) or MaxAttempts. AtLeastOnce: each
+// attempt is a new batch (new ids), as an Iggy SDK user would resend.
 func (w *Workload) producer(ctx context.Context, i, pid int, rng *rand.Rand) {
 	k := w.newWorker(ctx, pid, rng)
 	defer k.close()
@@ -489,9 +529,14 @@ func (w *Workload) producer(ctx context.Context, i, pid int, rng *rand.Rand) {
 	for k.next(ctx) {
 		n := 1 + rng.IntN(w.cfg.BatchMax)
 		part := uint32(rng.IntN(w.cfg.Partitions))
+		ids, msgs := w.batch(producer, seq, n, 1)
 		// A failed redial (k.c nil) ends the attempts: next ends the worker.
 		for attempt := 1; attempt <= w.cfg.MaxAttempts && ctx.Err() == nil && k.c != nil; attempt++ {
-			if w.send(ctx, k, producer, part, seq, n, uint32(attempt)) == history.OK {
+			if attempt > 1 && w.cfg.AtLeastOnce {
+				ids, msgs = w.batch(producer, seq, n, uint32(attempt))
+			}
+			t, err := w.send(ctx, k, part, ids, msgs)
+			if t == history.OK || errors.Is(err, client.ErrOutcomeUnknown) {
 				break
 			}
 		}
@@ -697,7 +742,7 @@ func (w *Workload) Liveness(ctx context.Context, need int) int {
 	rng := rand.New(rand.NewPCG(uint64(w.cfg.Seed), 0x11fe))
 	k := &worker{w: w, pid: w.newPID(), rng: rng}
 	var err error
-	if k.c, err = w.dial(ctx, w.cfg.Addrs, rng); err != nil {
+	if k.c, err = w.dial(ctx, w.cfg.Addrs, rng, nil); err != nil {
 		return 0
 	}
 	defer k.close()
@@ -707,7 +752,8 @@ func (w *Workload) Liveness(ctx context.Context, need int) int {
 	for i := 0; ok < need && ctx.Err() == nil; i++ {
 		part := uint32(i % w.cfg.Partitions)
 		if i%2 == 0 {
-			if w.send(ctx, k, producer, part, seq, 1, 1) == history.OK {
+			ids, msgs := w.batch(producer, seq, 1, 1)
+			if t, _ := w.send(ctx, k, part, ids, msgs); t == history.OK {
 				ok++
 			}
 			seq++
