@@ -160,6 +160,9 @@ func checkRoster(t *testing.T, cfg *config.Config) {
 		if p.HTTP == nil || *p.HTTP != 3000 {
 			t.Fatalf("node %d: http port %v, want 3000 (the image's health check asks :3000/readyz)", i, p.HTTP)
 		}
+		if !cfg.HTTP.Enabled || !cfg.HTTP.WebUI {
+			t.Fatalf("node %d: http enabled %v, web_ui %v: want the web console served", i, cfg.HTTP.Enabled, cfg.HTTP.WebUI)
+		}
 	}
 }
 
@@ -172,8 +175,8 @@ func TestComposeSingleConfigLoads(t *testing.T) {
 	for _, w := range warnings {
 		t.Errorf("warning: %s", w)
 	}
-	if cfg.Cluster.Enabled || cfg.Node.AdvertisedAddress != "172.30.0.11" || cfg.TCP.Address != "0.0.0.0:8090" {
-		t.Fatalf("cluster %v, advertised %q, tcp %q", cfg.Cluster.Enabled, cfg.Node.AdvertisedAddress, cfg.TCP.Address)
+	if cfg.Cluster.Enabled || cfg.Node.AdvertisedAddress != "172.30.0.11" || cfg.TCP.Address != "0.0.0.0:8090" || !cfg.HTTP.WebUI {
+		t.Fatalf("cluster %v, advertised %q, tcp %q, web_ui %v", cfg.Cluster.Enabled, cfg.Node.AdvertisedAddress, cfg.TCP.Address, cfg.HTTP.WebUI)
 	}
 }
 

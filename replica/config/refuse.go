@@ -45,7 +45,6 @@ var Refused = []Refusal{
 	{Key: "sharding.partition_io_bytes_max", Reason: "partition file work runs on the owning shard's loop in this build, with no job queue; leave it unset", Probe: "512 MiB"},
 	{Key: "sharding.reconcile_periodic_interval", Reason: "this build reconciles partitions after every metadata commit and state transfer, with no periodic pass; only the default is accepted", Probe: "2s"},
 	{Key: "partition.wal_group_commit_delay_micros", Reason: "this build does not delay the group fdatasync (each shard loop iteration already shares one fdatasync among the prepares it took, up to sharding.batch_max); leave it 0", Probe: "100"},
-	{Key: "partition.consumer_offsets_max", Reason: "a cap on consumer-offset keys per partition is not enforced by this build; only the default is accepted", Probe: "100"},
 	{Key: "partition.offset_reservation_lease", Reason: "this build reserves no offsets ahead (a restarted partition resumes from its recovered segments and the superblock's offset frontier); only the default is accepted", Probe: "100"},
 	{Key: "partition.evicted_ring_capacity", Reason: "this build repairs peers from the partition journal (partition.wal_bytes_max), with no separate ring; only the default is accepted", Probe: "100"},
 	{Key: "partition.evicted_ring_bytes_max", Reason: "this build repairs peers from the partition journal (partition.wal_bytes_max), with no separate ring; only the default is accepted", Probe: "1 MiB"},
