@@ -722,7 +722,7 @@ func (c *Client) roundTrip(ctx context.Context, code wire.CommandCode, op wire.O
 		}
 	}
 	cn := c.conn
-	if c.cfg.IdleCheck > 0 && time.Since(c.lastUse) >= c.cfg.IdleCheck && peerClosed(cn.nc) {
+	if c.cfg.IdleCheck > 0 && time.Since(c.lastUse) >= c.cfg.IdleCheck && connClosed(cn.nc) {
 		// Nothing was written: the caller may reconnect and send it.
 		c.log.Debug("connection closed by the server while idle", zap.String("addr", cn.addr))
 		c.dropLocked()

@@ -24,8 +24,12 @@ type Config struct {
 	// (leader redirection) use that transport's port.
 	Transport string
 	// TLS enables TLS when non-nil (ServerName defaults to the dialed host):
-	// TCP with TLS, or WSS for TransportWS. TLSOptions builds one.
+	// TCP with TLS, or WSS for TransportWS. TLSOptions builds one. QUIC
+	// always runs TLS: nil there means the server certificate is not
+	// verified (Iggy's QUIC client default).
 	TLS *tls.Config
+	// QUIC holds the QUIC transport settings (Transport "quic").
+	QUIC QUICConfig
 
 	// Credentials used by Connect and by re-login after a reconnect. Either
 	// Username (with Password, which may be empty) or Token; neither means
@@ -130,6 +134,7 @@ func DefaultConfig() Config {
 		GroupPollAttempts:      2,
 		HeartbeatInterval:      5 * time.Second,
 		IdleCheck:              100 * time.Millisecond,
+		QUIC:                   DefaultQUICConfig(),
 	}
 }
 
@@ -157,6 +162,12 @@ func (c *Config) Validate() error {
 	check(c.GroupAssignmentRefresh > 0 && c.GroupPollAttempts > 0, "client config: group refresh and attempts must be > 0")
 	check(c.HeartbeatInterval >= 0, "client config: HeartbeatInterval must be >= 0")
 	check(c.IdleCheck >= 0, "client config: IdleCheck must be >= 0")
+	if c.Transport == TransportQUIC {
+		q := c.QUIC
+		check(q.InitialMTU >= 1200, "client config: QUIC.InitialMTU must be >= 1200")
+		check(q.ReceiveWindow > 0 && q.KeepAliveInterval >= 0 && q.MaxIdleTimeout >= 0,
+			"client config: QUIC.ReceiveWindow must be > 0 and its timers >= 0")
+	}
 	if c.Reconnect.Enabled {
 		r := c.Reconnect
 		check(r.MaxAttempts > 0 && r.Backoff > 0 && r.MaxBackoff >= r.Backoff && r.MaxPerCall > 0,

@@ -22,7 +22,8 @@ import (
 // heartbeat_interval, reconnection_retries (a number or "unlimited"),
 // reconnection_interval, reestablish_after (accepted; reconnection here
 // starts at once), nodelay (accepted; always on), max_message_size (the
-// largest reply, WebSocket). An unknown option is an error.
+// largest reply, WebSocket). iggy+quic also takes Iggy's QUIC options
+// (quicOption). An unknown option is an error.
 func ParseConnectionString(s string, cfg *Config) error {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
@@ -95,6 +96,10 @@ func ParseConnectionString(s string, cfg *Config) error {
 			n, err = strconv.ParseUint(v, 10, 32)
 			cfg.MaxFrameSize = uint32(n)
 		default:
+			if ok, qerr := quicOption(k, v, cfg); ok && cfg.Transport == TransportQUIC {
+				err = qerr
+				break
+			}
 			return fmt.Errorf("client: connection string: unknown option %q", k)
 		}
 		if err != nil {

@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math/big"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +51,7 @@ func TestComposeSingleNode(t *testing.T) {
 	e.up()
 	e.waitHealthy([]string{"node"})
 	e.pingPublished("node")
+	e.consoleAnswers("node")
 
 	out := e.demo()
 	mustContain(t, out, `stream "demo" created`, `topic "events" created with 3 partitions`, "iggo-demo: OK")
@@ -71,10 +74,16 @@ func TestComposeCluster(t *testing.T) {
 	e.waitHealthy(nodes)
 	for _, n := range nodes {
 		e.pingPublished(n)
+		e.consoleAnswers(n)
 	}
 
 	out := e.demo()
 	mustContain(t, out, `cluster "iggo-compose"`, `stream "demo" created`, `topic "events" created with 3 partitions`, "iggo-demo: OK")
+	// The same over QUIC (UDP 8080 on every node, leader redirection to
+	// the roster's quic port).
+	quic := fmt.Sprintf("IGGO_DEMO_ADDRESSES=%s.11:8080,%s.12:8080,%s.13:8080", e.subnet, e.subnet, e.subnet)
+	out = e.demo("-e", "IGGO_DEMO_TRANSPORT=quic", "-e", quic, "-e", "IGGO_DEMO_TOPIC=over-quic", "-e", "IGGO_DEMO_MESSAGES=300")
+	mustContain(t, out, `topic "over-quic" created with 3 partitions`, "iggo-demo: OK")
 
 	// node-1 is the demo's first address and a replica of every group:
 	// without it the demo must fall over to the other nodes, and every
@@ -419,6 +428,28 @@ func (e *composeEnv) pingPublished(service string) {
 	defer c.Close()
 	if err := c.Ping(ctx); err != nil {
 		e.t.Fatalf("ping %s (published port of %s): %v", addr, service, err)
+	}
+}
+
+// consoleAnswers fails unless service's web console (/ui/ on its HTTP
+// port, published on loopback) answers 200 with an HTML page.
+func (e *composeEnv) consoleAnswers(service string) {
+	e.t.Helper()
+	addr := strings.TrimSpace(e.compose(upTimeout, "port", service, "3000"))
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		e.t.Fatalf("compose port %s 3000 = %q, want a port on 127.0.0.1", service, addr)
+	}
+	url := "http://" + addr + "/ui/"
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		e.t.Fatalf("GET %s (console of %s): %v", url, service, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") {
+		e.t.Fatalf("GET %s (console of %s): %s (%s), want 200 with the console page:\n%.500s",
+			url, service, resp.Status, resp.Header.Get("Content-Type"), body)
 	}
 }
 

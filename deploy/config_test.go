@@ -112,6 +112,9 @@ func TestComposeClusterConfigLoads(t *testing.T) {
 	if !cfg.Cluster.Enabled || !cfg.Cluster.Auth.Enabled || len(cfg.Cluster.Auth.SharedSecret) < 32 {
 		t.Fatalf("cluster %+v auth %+v: want enabled with a key of 32+ bytes", cfg.Cluster.Enabled, cfg.Cluster.Auth.Enabled)
 	}
+	if !cfg.QUIC.Enabled || cfg.QUIC.Address != "0.0.0.0:8080" {
+		t.Fatalf("quic enabled %v at %q, want on at 0.0.0.0:8080", cfg.QUIC.Enabled, cfg.QUIC.Address)
+	}
 	if cfg.Path != "/data" || cfg.TCP.Address != "0.0.0.0:8090" || cfg.Logging.FileEnabled {
 		t.Fatalf("path %q, tcp %q, file logging %v", cfg.Path, cfg.TCP.Address, cfg.Logging.FileEnabled)
 	}
@@ -148,14 +151,17 @@ func checkRoster(t *testing.T, cfg *config.Config) {
 		if g, ok := n.GossipPort(); !ok || g != 10090 {
 			t.Fatalf("node %d: gossip port %d, want 10090", i, g)
 		}
-		if p.QUIC != nil {
-			t.Fatalf("node %d lists ports of transports iggo does not serve: %+v", i, p)
+		if p.QUIC == nil || *p.QUIC != 8080 || !cfg.QUIC.Enabled {
+			t.Fatalf("node %d: quic port %v (enabled %v), want 8080", i, p.QUIC, cfg.QUIC.Enabled)
 		}
 		if p.WebSocket == nil || *p.WebSocket != 8092 || !cfg.WebSocket.Enabled {
 			t.Fatalf("node %d: websocket port %v (enabled %v), want 8092", i, p.WebSocket, cfg.WebSocket.Enabled)
 		}
 		if p.HTTP == nil || *p.HTTP != 3000 {
 			t.Fatalf("node %d: http port %v, want 3000 (the image's health check asks :3000/readyz)", i, p.HTTP)
+		}
+		if !cfg.HTTP.Enabled || !cfg.HTTP.WebUI {
+			t.Fatalf("node %d: http enabled %v, web_ui %v: want the web console served", i, cfg.HTTP.Enabled, cfg.HTTP.WebUI)
 		}
 	}
 }
@@ -169,8 +175,8 @@ func TestComposeSingleConfigLoads(t *testing.T) {
 	for _, w := range warnings {
 		t.Errorf("warning: %s", w)
 	}
-	if cfg.Cluster.Enabled || cfg.Node.AdvertisedAddress != "172.30.0.11" || cfg.TCP.Address != "0.0.0.0:8090" {
-		t.Fatalf("cluster %v, advertised %q, tcp %q", cfg.Cluster.Enabled, cfg.Node.AdvertisedAddress, cfg.TCP.Address)
+	if cfg.Cluster.Enabled || cfg.Node.AdvertisedAddress != "172.30.0.11" || cfg.TCP.Address != "0.0.0.0:8090" || !cfg.HTTP.WebUI {
+		t.Fatalf("cluster %v, advertised %q, tcp %q, web_ui %v", cfg.Cluster.Enabled, cfg.Node.AdvertisedAddress, cfg.TCP.Address, cfg.HTTP.WebUI)
 	}
 }
 

@@ -57,15 +57,19 @@ func clusterMember(cfg *config.Config, id int) (config.ClusterNode, error) {
 
 // clientListenAddr is where the client TCP listener binds: in cluster mode
 // the host of tcp.address with the roster's ports.tcp of this node.
-func (n *Node) clientListenAddr() string {
-	if !n.clustered() {
-		return n.cfg.TCP.Address
+func (n *Node) clientListenAddr() string { return n.listenAddr(n.cfg.TCP.Address, n.member.Ports.TCP) }
+
+// listenAddr is a client listener's bind address: addr, or in cluster mode
+// its host with this node's roster port when the roster has one.
+func (n *Node) listenAddr(addr string, rosterPort *uint16) string {
+	if !n.clustered() || rosterPort == nil {
+		return addr
 	}
-	host, _, err := net.SplitHostPort(n.cfg.TCP.Address)
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		host = ""
 	}
-	return net.JoinHostPort(host, strconv.Itoa(int(*n.member.Ports.TCP)))
+	return net.JoinHostPort(host, strconv.Itoa(int(*rosterPort)))
 }
 
 // planeTransport is the Transport of a cluster node.

@@ -54,20 +54,25 @@ func (n *Node) clusterMetadata(client string) wire.ClusterMetadata {
 		}
 	}
 	m := rosterReply(n.cfg.Cluster.Name, n.cfg.Cluster.Nodes, uint8(n.opts.ReplicaID), peer, n.metadataLeadership(), members)
-	if n.cfg.HTTP.Enabled {
-		// The HTTP API's port is the roster's (the same on every node's
-		// configuration), advertised like the tcp one.
-		for i, rn := range n.cfg.Cluster.Nodes {
-			if i < len(m.Nodes) && rn.Ports.HTTP != nil {
-				m.Nodes[i].HTTPPort = *rn.Ports.HTTP
-			}
+	// The other transports' ports are the roster's (the same on every
+	// node's configuration), advertised like the tcp one, for those this
+	// node serves (validation requires one on every node for quic and
+	// websocket; websocket is ws or wss, as websocket.tls says).
+	for i, rn := range n.cfg.Cluster.Nodes {
+		if i >= len(m.Nodes) {
+			break
 		}
-	}
-	if n.cfg.WebSocket.Enabled {
-		// Likewise the WebSocket port (ws or wss, as websocket.tls says).
-		for i, rn := range n.cfg.Cluster.Nodes {
-			if i < len(m.Nodes) && rn.Ports.WebSocket != nil {
-				m.Nodes[i].WSPort = *rn.Ports.WebSocket
+		for _, p := range []struct {
+			on       bool
+			roster   *uint16
+			reported *uint16
+		}{
+			{n.cfg.QUIC.Enabled, rn.Ports.QUIC, &m.Nodes[i].QUICPort},
+			{n.cfg.HTTP.Enabled, rn.Ports.HTTP, &m.Nodes[i].HTTPPort},
+			{n.cfg.WebSocket.Enabled, rn.Ports.WebSocket, &m.Nodes[i].WSPort},
+		} {
+			if p.on && p.roster != nil {
+				*p.reported = *p.roster
 			}
 		}
 	}
@@ -101,13 +106,13 @@ func (n *Node) singleNodeMetadata() wire.ClusterMetadata {
 		wsPort, _ = strconv.Atoi(wp)
 	}
 	return wire.ClusterMetadata{Name: n.cfg.Cluster.Name, Nodes: []wire.ClusterNode{{
-		Name: name, IP: host, TCPPort: uint16(p), HTTPPort: uint16(httpPort), WSPort: uint16(wsPort), Role: wire.RoleLeader, Status: wire.NodeHealthy}}}
+		Name: name, IP: host, TCPPort: uint16(p), QUICPort: n.quicPort(), HTTPPort: uint16(httpPort), WSPort: uint16(wsPort), Role: wire.RoleLeader, Status: wire.NodeHealthy}}}
 }
 
 // rosterReply builds the clustered answer: every roster node in roster
 // order, its client host chosen for the client (config.ClientHost) with its
-// roster tcp port (clusterMetadata adds the http and websocket ports of
-// the transports enabled; the others stay 0), role leader for the metadata group's primary and
+// roster tcp port (clusterMetadata adds the quic, http and websocket
+// ports of the transports enabled; the others stay 0), role leader for the metadata group's primary and
 // follower otherwise, and a status from gossip liveness.
 //
 // The leader is the primary of the highest view known: this node's own

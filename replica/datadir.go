@@ -60,6 +60,10 @@ func (n *Node) bindListeners() error {
 	if err := n.bindClientListeners(); err != nil {
 		return err
 	}
+	if err := n.bindQUIC(); err != nil {
+		n.closeClientListeners()
+		return err
+	}
 	if err := n.bindHTTP(); err != nil {
 		n.closeClientListeners()
 		return err

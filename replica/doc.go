@@ -428,6 +428,11 @@
 //	160 send            the message batch in its stored form (package
 //	                    codec: as sent, compressed, sealed)
 //	161 store offset    [kind u8][id u32][offset u64][flags u8: bit 0 auto-commit]
+//	                    [cap u32] (the partition.consumer_offsets_max of the node
+//	                    that took the request: a store of a key absent from the
+//	                    partition is refused with 3009 TopicFull when it already
+//	                    holds cap keys of that kind, on every replica alike;
+//	                    a 14-byte body, journaled before the cap, has no cap)
 //	162 delete offset   [kind u8][id u32]
 //	170 purge           [generation u64]
 //	171 drop group      [group_id u32]
@@ -441,8 +446,8 @@
 //	                    asks vsr for a checkpoint at once when the latest
 //	                    checkpoint lists a segment it deleted.
 //
-// Replies: send [base_offset u64]; the others [code u32] (0, or 3021 for a
-// delete of an absent offset). An auto-commit never moves an offset back.
+// Replies: send [base_offset u64]; the others [code u32] (0, 3009 for a store
+// refused by its cap, or 3021 for a delete of an absent offset). An auto-commit never moves an offset back.
 //
 // # Cluster metadata and leader redirection
 //

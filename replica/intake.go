@@ -108,7 +108,10 @@ func (n *Node) serveClient(transport string, nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
-	k := n.handoff.Next()
+	k := 0 // QUIC stays on shard 0, where its endpoint is
+	if transport != transportQUIC {
+		k = n.handoff.Next()
+	}
 	cn := newConn(n, k, nc, transport, ticket)
 	if err := n.rt.Send(k, &task{kind: tkConn, conn: cn}); err != nil {
 		// A full inbox refuses the hand-off; the client reconnects.

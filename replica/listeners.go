@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -118,14 +117,7 @@ func (n *Node) wsOptions() transport.WSOptions {
 // wsListenAddr is websocket.address, its port replaced by the roster's in
 // cluster mode.
 func (n *Node) wsListenAddr() string {
-	if !n.clustered() || n.member.Ports.WebSocket == nil {
-		return n.cfg.WebSocket.Address
-	}
-	host, _, err := net.SplitHostPort(n.cfg.WebSocket.Address)
-	if err != nil {
-		host = ""
-	}
-	return net.JoinHostPort(host, strconv.Itoa(int(*n.member.Ports.WebSocket)))
+	return n.listenAddr(n.cfg.WebSocket.Address, n.member.Ports.WebSocket)
 }
 
 func (n *Node) closeClientListeners() {

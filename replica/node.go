@@ -170,6 +170,9 @@ type Node struct {
 	// The HTTP API's listeners (bindHTTP) and bound addresses.
 	httpLn, metricsLn       net.Listener
 	httpBound, metricsBound string
+	// The QUIC endpoint's bound address (quic.go; its listener is one of
+	// listeners).
+	quicBound string
 
 	clients clientRegistry
 	audit   *audit.Log
@@ -900,7 +903,7 @@ func (n *Node) serve() error {
 	if err := n.serveHTTP(); err != nil {
 		return err
 	}
-	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound, WebSocket: n.wsBound,
+	if _, err := config.WriteRuntime(n.cfg.RuntimeDir(), n.cfg, config.Bound{TCP: n.bound, HTTP: n.httpBound, WebSocket: n.wsBound, QUIC: n.quicBound,
 		MetricsOpen: n.metricsBound, ReplicaID: n.opts.ReplicaID}); err != nil {
 		n.stopHTTP()
 		return err

@@ -39,12 +39,16 @@ const (
 	opDropGroupOffsets  = uint8(171)
 	opDeleteSegments    = uint8(172)
 	offsetFlagAuto      = 1
-	offsetOpSize        = 14
+	offsetOpSize        = 18
 	deleteOffsetOpSize  = 5
 	partitionCkptMagic  = "IGGOPCKP"
 	partitionCkptPrefix = "checkpoint-"
 	purgeGenFile        = "purge.gen"
 )
+
+// offsetOpSizeUncapped is a store-offset body journaled before the cap
+// field (applied without a cap).
+const offsetOpSizeUncapped = 14
 
 // offsetKey identifies a stored consumer offset: kind 1 (consumer, numeric
 // id or XXH32 of the name) or 2 (consumer group id).
@@ -121,6 +125,10 @@ type partition struct {
 	// lastPolled is, per consumer group id, the last offset a group poll
 	// on this node returned (not replicated; coop.go).
 	lastPolled map[uint32]uint64
+	// kindCounts counts the keys of offsets per consumer kind, for the
+	// cap a store-offset op carries; nil after offsets was replaced
+	// wholesale (checkpoint restore, state transfer): kindCount rebuilds it.
+	kindCounts map[uint8]int
 
 	pending      [][]byte // stamped records awaiting their segment write
 	queued       bool
@@ -351,15 +359,23 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 	case opSend:
 		return p.applySend(h, body)
 	case opStoreOffset:
-		if len(body) != offsetOpSize {
+		if len(body) != offsetOpSize && len(body) != offsetOpSizeUncapped {
 			panic(fmt.Sprintf("replica: partition %s op %d: store-offset body of %d bytes", p.ns, h.Op(), len(body)))
 		}
 		k := offsetKey{kind: body[0], id: binary.LittleEndian.Uint32(body[1:])}
 		v := binary.LittleEndian.Uint64(body[5:])
-		if body[13]&offsetFlagAuto != 0 {
-			if old, ok := p.offsets[k]; ok && old >= v {
-				return codeReply(0)
+		old, ok := p.offsets[k]
+		if ok && body[13]&offsetFlagAuto != 0 && old >= v {
+			return codeReply(0)
+		}
+		if !ok {
+			// The cap travels in the op, so every replica (and every
+			// replay) refuses the same new keys whatever its own config.
+			n := p.kindCount(k.kind)
+			if len(body) == offsetOpSize && n >= int(binary.LittleEndian.Uint32(body[14:])) {
+				return codeReply(uint32(codeOffsetsFull))
 			}
+			p.kindCounts[k.kind] = n + 1
 		}
 		p.offsets[k] = v
 		p.noteGroup(k)
@@ -372,7 +388,7 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 		if _, ok := p.offsets[k]; !ok {
 			return codeReply(uint32(wire.CodeConsumerOffsetNotFound))
 		}
-		delete(p.offsets, k)
+		p.deleteOffsetKey(k)
 		p.noteGroup(k)
 		return codeReply(0)
 	case opPurgePartition:
@@ -382,6 +398,7 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 		}
 		clear(p.offsets)
 		p.clearPolled()
+		p.kindCounts = nil
 		if gen > p.diskGen {
 			p.flushSegments()
 			if err := p.seg.Purge(p.next); err != nil {
@@ -400,7 +417,7 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 		return codeReply(0)
 	case opDropGroupOffsets:
 		k := offsetKey{kind: wire.ConsumerKindGroup, id: binary.LittleEndian.Uint32(body)}
-		delete(p.offsets, k)
+		p.deleteOffsetKey(k)
 		delete(p.lastPolled, k.id)
 		p.noteGroup(k)
 		return codeReply(0)
@@ -486,6 +503,41 @@ func (p *partition) releaseWritten(n int) {
 		}
 	}
 	clear(p.pending[:n])
+}
+
+// codeOffsetsFull answers a store of a new consumer-offset key on a
+// partition that holds partition.consumer_offsets_max keys of its kind.
+// Iggy has no code of its own for it; TopicFull (3009) is its nearest.
+const codeOffsetsFull = wire.CodeTopicFull
+
+// kindCount is how many offset keys of kind the partition holds.
+func (p *partition) kindCount(kind uint8) int {
+	if p.kindCounts == nil {
+		p.kindCounts = map[uint8]int{}
+		for k := range p.offsets {
+			p.kindCounts[k.kind]++
+		}
+	}
+	return p.kindCounts[kind]
+}
+
+// deleteOffsetKey removes k's offset, freeing its slot under the cap.
+func (p *partition) deleteOffsetKey(k offsetKey) {
+	if _, ok := p.offsets[k]; !ok {
+		return
+	}
+	delete(p.offsets, k)
+	if p.kindCounts != nil {
+		p.kindCounts[k.kind]--
+	}
+}
+
+// offsetsFull reports whether storing k would be refused by the cap.
+func (p *partition) offsetsFull(k offsetKey) bool {
+	if _, ok := p.offsets[k]; ok {
+		return false
+	}
+	return p.kindCount(k.kind) >= p.sh.n.cfg.Partition.ConsumerOffsetsMax
 }
 
 func codeReply(code uint32) []byte { return binary.LittleEndian.AppendUint32(make([]byte, 0, 4), code) }
@@ -861,7 +913,7 @@ func (p *partition) restore(op uint64) (*vsr.Manifest, []byte, error) {
 		return nil, nil, fmt.Errorf("replica: partition %s: segments end at offset %d, checkpoint %d needs %d: %w",
 			p.ns, p.seg.NextOffset(), op, c.next, errStorageFrontier)
 	}
-	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
+	p.next, p.purgeGen, p.offsets, p.kindCounts = c.next, c.purgeGen, c.offsets, nil
 	p.applied = op
 	m := &vsr.Manifest{Op: op, Artifacts: checkpointArtifacts(c.table, b, c.sum)}
 	if p.sh.n.replicaCount > 1 {
@@ -951,7 +1003,7 @@ func (p *partition) handle(t *task) {
 			return
 		}
 		p.g.submit(t, vsr.Request{Operation: opStoreOffset, User: t.user, WallClock: nowMicros(),
-			Body: encodeOffsetOp(t.key, t.offset, false)})
+			Body: p.encodeOffsetOp(t.key, t.offset, false)})
 	case tkDeleteOffset:
 		if _, ok := p.offsets[t.key]; !ok {
 			t.failStatus(uint32(wire.CodeConsumerOffsetNotFound))
@@ -978,8 +1030,15 @@ func (p *partition) handle(t *task) {
 				p.sh.deliverTask(t)
 				return
 			}
+			if p.offsetsFull(t.key) {
+				// The messages are not answered when their offset cannot
+				// be stored: the consumer would read them again.
+				t.failStatus(uint32(codeOffsetsFull))
+				p.sh.deliverTask(t)
+				return
+			}
 			p.g.submit(t, vsr.Request{Operation: opStoreOffset, User: t.user, WallClock: nowMicros(),
-				Body: encodeOffsetOp(t.key, last, true)})
+				Body: p.encodeOffsetOp(t.key, last, true)})
 			return
 		}
 		p.sh.deliverTask(t)
@@ -1020,7 +1079,9 @@ func (p *partition) keepFrom(n int) uint64 {
 	return segs[n-1].NextOffset
 }
 
-func encodeOffsetOp(k offsetKey, offset uint64, auto bool) []byte {
+// encodeOffsetOp is a store-offset body carrying this node's
+// partition.consumer_offsets_max.
+func (p *partition) encodeOffsetOp(k offsetKey, offset uint64, auto bool) []byte {
 	b := make([]byte, offsetOpSize)
 	b[0] = k.kind
 	binary.LittleEndian.PutUint32(b[1:], k.id)
@@ -1028,6 +1089,7 @@ func encodeOffsetOp(k offsetKey, offset uint64, auto bool) []byte {
 	if auto {
 		b[13] = offsetFlagAuto
 	}
+	binary.LittleEndian.PutUint32(b[14:], uint32(p.sh.n.cfg.Partition.ConsumerOffsetsMax))
 	return b
 }
 

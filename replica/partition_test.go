@@ -572,3 +572,100 @@ func TestPartitionRetentionOp(t *testing.T) {
 		t.Fatalf("send after retention: offset %d ok %v, want %d", next, ok, seq)
 	}
 }
+
+// TestPartitionConsumerOffsetsCap: partition.consumer_offsets_max refuses
+// the store of a new key (manual or by a poll's auto-commit) on a partition
+// holding that many keys of its kind with TopicFull, lets stored keys move
+// and other kinds in, frees a slot on delete, and holds across a restart:
+// from the checkpoint, and for journaled ops replayed by a node configured
+// with another cap (the cap is in the op, so the outcome does not change).
+func TestPartitionConsumerOffsetsCap(t *testing.T) {
+	fsys := vfs.NewFault(11)
+	open := func(cap int) (*shardLoop, *partition) {
+		t.Helper()
+		sh := testShard(t, fsys)
+		sh.n.cfg.Partition.ConsumerOffsetsMax = cap
+		p, err := sh.openPartition(partitionSpec{stream: 1, topic: 2, id: 3, revision: 7, config: topicConfig(metadata.DurabilityPersisted)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sh, p
+	}
+	sh, p := open(3)
+	if _, ok := send(t, sh, p, testBatch(t, 0, 10, 100)); !ok {
+		t.Fatal("send refused")
+	}
+	store := func(kind uint8, id uint32, v uint64) uint32 {
+		t.Helper()
+		tk := &task{kind: tkStoreOffset, ns: p.ns, rev: p.revision, key: offsetKey{kind: kind, id: id}, offset: v}
+		if !run(sh, tk) || tk.status != 0 || tk.vstatus != 0 {
+			t.Fatalf("store %d/%d: no answer or status %d/%d", kind, id, tk.status, tk.vstatus)
+		}
+		return replyCode(tk.reply)
+	}
+	full := uint32(wire.CodeTopicFull)
+	for id := uint32(0); id < 3; id++ {
+		if code := store(wire.ConsumerKindSingle, id, 1); code != 0 {
+			t.Fatalf("store of consumer %d under the cap: code %d", id, code)
+		}
+	}
+	if code := store(wire.ConsumerKindSingle, 3, 1); code != full {
+		t.Fatalf("fourth consumer with a cap of 3: code %d, want %d", code, full)
+	}
+	if _, ok := p.offsets[offsetKey{wire.ConsumerKindSingle, 3}]; ok {
+		t.Fatal("a refused store was applied")
+	}
+	if code := store(wire.ConsumerKindGroup, 9, 2); code != 0 {
+		t.Fatalf("a group offset counts against the consumers' cap: code %d", code)
+	}
+	if code := store(wire.ConsumerKindSingle, 1, 5); code != 0 || p.offsets[offsetKey{wire.ConsumerKindSingle, 1}] != 5 {
+		t.Fatalf("update of a stored key at the cap: code %d, offset %d", code, p.offsets[offsetKey{wire.ConsumerKindSingle, 1}])
+	}
+	poll := &task{kind: tkPoll, ns: p.ns, rev: p.revision, key: offsetKey{wire.ConsumerKindSingle, 4}, strategy: wire.PollFromOffset(0), count: 5, auto: true}
+	if !run(sh, poll) || poll.status != full {
+		t.Fatalf("auto-commit poll of a new consumer at the cap: status %d, want %d", poll.status, full)
+	}
+	del := &task{kind: tkDeleteOffset, ns: p.ns, rev: p.revision, key: offsetKey{wire.ConsumerKindSingle, 0}}
+	if !run(sh, del) || del.status != 0 || replyCode(del.reply) != 0 {
+		t.Fatalf("delete: status %d, code %d", del.status, replyCode(del.reply))
+	}
+	if code := store(wire.ConsumerKindSingle, 3, 7); code != 0 {
+		t.Fatalf("store after a delete freed a slot: code %d", code)
+	}
+	// Enough updates for a checkpoint, then one more refusal in the journal
+	// above it.
+	for i := 0; i < 2*partitionCheckpointInterval; i++ {
+		if code := store(wire.ConsumerKindSingle, 2, uint64(i%10)); code != 0 {
+			t.Fatalf("update %d: code %d", i, code)
+		}
+	}
+	if code := store(wire.ConsumerKindSingle, 5, 1); code != full {
+		t.Fatalf("store over the cap before the restart: code %d", code)
+	}
+	want := map[offsetKey]uint64{}
+	for k, v := range p.offsets {
+		want[k] = v
+	}
+	applied := p.applied
+
+	fsys = fsys.CrashWith(vfs.CrashKeepAll)
+	sh, p = open(100)
+	if p.applied != applied {
+		t.Fatalf("recovered to op %d, applied %d before", p.applied, applied)
+	}
+	if len(p.offsets) != len(want) {
+		t.Fatalf("recovered %v, want %v", p.offsets, want)
+	}
+	for k, v := range want {
+		if p.offsets[k] != v {
+			t.Fatalf("recovered %v, want %v", p.offsets, want)
+		}
+	}
+	sh.n.cfg.Partition.ConsumerOffsetsMax = 3
+	if code := store(wire.ConsumerKindSingle, 6, 1); code != full {
+		t.Fatalf("store over the cap after the restart: code %d", code)
+	}
+	if code := store(wire.ConsumerKindSingle, 3, 8); code != 0 {
+		t.Fatalf("update after the restart: code %d", code)
+	}
+}

@@ -466,7 +466,7 @@ func (p *partition) install(man vsr.Manifest) error {
 	if seg.NextOffset() < c.next {
 		return fmt.Errorf("replica: partition %s: transferred segments end at %d, the checkpoint needs %d", p.ns, seg.NextOffset(), c.next)
 	}
-	p.next, p.purgeGen, p.offsets = c.next, c.purgeGen, c.offsets
+	p.next, p.purgeGen, p.offsets, p.kindCounts = c.next, c.purgeGen, c.offsets, nil
 	p.clearPolled()
 	p.applied = man.Op
 	p.diskGen = c.purgeGen

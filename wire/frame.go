@@ -268,3 +268,40 @@ func DecodeReply(frame []byte, maxSize uint32) (ReplyHeader, []byte, error) {
 	}
 	return h, body, nil
 }
+
+// FrameCounter follows one frame through bytes passing by in pieces (a
+// message transport that ends a unit of transfer per frame, as QUIC ends a
+// stream): the header's size field says where the frame ends. The zero
+// value waits for a frame's first byte.
+type FrameCounter struct {
+	hdr  [HeaderSize]byte
+	got  int
+	want int // 0 until the header is complete
+}
+
+// Take accounts for the bytes of p that belong to the current frame and
+// returns how many do (fewer than len(p) when p runs past its end). A size
+// field below HeaderSize counts as a header-only frame.
+func (f *FrameCounter) Take(p []byte) int {
+	n := 0
+	if f.got < HeaderSize {
+		n = copy(f.hdr[f.got:], p)
+		f.got += n
+		if f.got < HeaderSize {
+			return n
+		}
+		f.want = max(int(FrameSizeOf(f.hdr[:])), HeaderSize)
+	}
+	m := min(len(p)-n, f.want-f.got)
+	f.got += m
+	return n + m
+}
+
+// Done reports whether the whole frame has passed.
+func (f *FrameCounter) Done() bool { return f.want > 0 && f.got == f.want }
+
+// Got is how many bytes of the frame have passed.
+func (f *FrameCounter) Got() int { return f.got }
+
+// Reset waits for the next frame.
+func (f *FrameCounter) Reset() { f.got, f.want = 0, 0 }

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,7 @@ const (
 // variables (the image has no shell to build a command line with).
 type options struct {
 	addresses   []string
+	transport   string
 	username    string
 	password    string
 	stream      string
@@ -102,6 +104,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.SetOutput(stderr)
 	addrs := fs.String("addresses", env("IGGO_DEMO_ADDRESSES", "127.0.0.1:8090"),
 		"comma-separated server addresses, tried in order ($IGGO_DEMO_ADDRESSES)")
+	transport := fs.String("transport", env("IGGO_DEMO_TRANSPORT", "tcp"), "tcp, ws or quic; the addresses are that transport's ($IGGO_DEMO_TRANSPORT)")
 	user := fs.String("username", env("IGGY_USERNAME", "iggy"), "user to log in as ($IGGY_USERNAME)")
 	pass := fs.String("password", env("IGGY_PASSWORD", "iggy"), "password ($IGGY_PASSWORD)")
 	stream := fs.String("stream", env("IGGO_DEMO_STREAM", "demo"), "stream name, created if missing ($IGGO_DEMO_STREAM)")
@@ -157,6 +160,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	switch {
 	case len(o.addresses) == 0:
 		return o, errors.New("--addresses is empty")
+	case !slices.Contains(client.Transports(), *transport):
+		return o, fmt.Errorf("--transport must be one of %v, got %q", client.Transports(), *transport)
 	case partitions < 1 || partitions > 1000:
 		return o, fmt.Errorf("--partitions must be 1..1000, got %d", partitions)
 	case messages < 1 || messages > 1_000_000:
@@ -168,7 +173,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	case wait <= 0 || timeout <= 0 || visibleWait <= 0 || requestTime <= 0:
 		return o, errors.New("--wait, --timeout, --visible-wait and --request-timeout must be positive")
 	}
-	o.username, o.password = *user, *pass
+	o.username, o.password, o.transport = *user, *pass, *transport
 	o.stream, o.topic = *stream, *topic
 	o.partitions, o.messages, o.batch, o.payloadSize = uint32(partitions), messages, batch, payload
 	o.wait, o.timeout, o.visibleWait, o.requestTime = wait, timeout, visibleWait, requestTime
@@ -261,7 +266,7 @@ func (d *demo) setup(ctx context.Context) error {
 
 func (d *demo) trySetup(ctx context.Context) error {
 	cfg := client.DefaultConfig()
-	cfg.Addresses = d.o.addresses
+	cfg.Addresses, cfg.Transport = d.o.addresses, d.o.transport
 	cfg.Username, cfg.Password = d.o.username, d.o.password
 	cfg.SDKName = "iggo-demo"
 	cfg.RequestTimeout = d.o.requestTime

@@ -35,16 +35,16 @@ func TestPayloadRoundTrip(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
-	env := map[string]string{"IGGO_DEMO_ADDRESSES": "a:1, b:2", "IGGO_DEMO_MESSAGES": "7", "IGGO_DEMO_WAIT": "3s"}
+	env := map[string]string{"IGGO_DEMO_ADDRESSES": "a:1, b:2", "IGGO_DEMO_MESSAGES": "7", "IGGO_DEMO_WAIT": "3s", "IGGO_DEMO_TRANSPORT": "quic"}
 	getenv := func(k string) string { return env[k] }
 	o, err := parseFlags([]string{"--batch", "3"}, getenv, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(o.addresses, "|") != "a:1|b:2" || o.messages != 7 || o.batch != 3 || o.wait.Seconds() != 3 || o.partitions != 3 {
+	if strings.Join(o.addresses, "|") != "a:1|b:2" || o.messages != 7 || o.batch != 3 || o.wait.Seconds() != 3 || o.partitions != 3 || o.transport != "quic" {
 		t.Fatalf("parsed %+v", o)
 	}
-	for _, args := range [][]string{{"--messages", "0"}, {"--payload-size", "10"}, {"--addresses", " , "}, {"extra"}, {"--partitions", "0"}} {
+	for _, args := range [][]string{{"--messages", "0"}, {"--payload-size", "10"}, {"--addresses", " , "}, {"extra"}, {"--partitions", "0"}, {"--transport", "udp"}} {
 		if _, err := parseFlags(args, getenv, &bytes.Buffer{}); err == nil {
 			t.Fatalf("parseFlags(%v) accepted bad input", args)
 		}

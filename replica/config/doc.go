@@ -10,8 +10,8 @@
 // [system] table is gone).
 //
 // Every key either acts or refuses to start: nothing is accepted and
-// ignored. Keys of features this build does not serve ([quic],
-// [telemetry]) are parsed and
+// ignored. Keys of features this build does not serve
+// ([telemetry]) are parsed and
 // validated like the rest, and turning one on refuses to start with a
 // message saying it is not available (a TLS setting never falls back to
 // plaintext). [http] is served, enabled by default as in Iggy. Iggy keys

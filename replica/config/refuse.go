@@ -27,7 +27,7 @@ var Refused = []Refusal{
 	// transport is implemented (the keys under it are then read, which the
 	// key walk test checks): a security setting never falls back, so TLS
 	// asked for and not served refuses instead of serving plaintext.
-	{Key: "quic.enabled", Reason: "the QUIC transport is not available in this build; set it to false", Probe: "true"},
+	{Key: "quic.send_window", Reason: "quic-go, which serves QUIC in this build, has no send-window setting (data in flight is bounded by the client's receive window and congestion control); only the default is accepted", Probe: "1 MiB"},
 	{Key: "telemetry.enabled", Reason: "OpenTelemetry export is not available in this build; set it to false", Probe: "true"},
 	// A WebSocket setting its library (coder/websocket) has no knob for.
 	{Key: "websocket.accept_unmasked_frames", Reason: "this build's WebSocket library always refuses unmasked client frames (RFC 6455); only false is accepted", Probe: "true"},
@@ -44,7 +44,6 @@ var Refused = []Refusal{
 	{Key: "sharding.partition_io_bytes_max", Reason: "partition file work runs on the owning shard's loop in this build, with no job queue; leave it unset", Probe: "512 MiB"},
 	{Key: "sharding.reconcile_periodic_interval", Reason: "this build reconciles partitions after every metadata commit and state transfer, with no periodic pass; only the default is accepted", Probe: "2s"},
 	{Key: "partition.wal_group_commit_delay_micros", Reason: "this build does not delay the group fdatasync (each shard loop iteration already shares one fdatasync among the prepares it took, up to sharding.batch_max); leave it 0", Probe: "100"},
-	{Key: "partition.consumer_offsets_max", Reason: "a cap on consumer-offset keys per partition is not enforced by this build; only the default is accepted", Probe: "100"},
 	{Key: "partition.offset_reservation_lease", Reason: "this build reserves no offsets ahead (a restarted partition resumes from its recovered segments and the superblock's offset frontier); only the default is accepted", Probe: "100"},
 	{Key: "partition.evicted_ring_capacity", Reason: "this build repairs peers from the partition journal (partition.wal_bytes_max), with no separate ring; only the default is accepted", Probe: "100"},
 	{Key: "partition.evicted_ring_bytes_max", Reason: "this build repairs peers from the partition journal (partition.wal_bytes_max), with no separate ring; only the default is accepted", Probe: "1 MiB"},
@@ -63,8 +62,6 @@ type Gate struct {
 
 // Gated lists the keys that only a refused setting would bring into effect.
 var Gated = []Gate{
-	{Prefix: "quic", Gate: "quic.enabled"},
-	{Prefix: "cluster.nodes[].ports.quic", Gate: "quic.enabled"},
 	{Prefix: "telemetry", Gate: "telemetry.enabled"},
 }
 

@@ -1,6 +1,6 @@
 // Package transport holds the client listeners that hand a byte stream and
-// an address to the serving path: plaintext TCP, TCP with TLS, WebSocket
-// and WebSocket over TLS.
+// an address to the serving path: plaintext TCP, TCP with TLS, WebSocket,
+// WebSocket over TLS and QUIC.
 //
 // # Hand-off
 //
@@ -10,8 +10,9 @@
 // which admits it and hands it to a shard. The shard's goroutine then calls
 // Handshake on a conn that implements Handshaker (TLS, WebSocket), under a
 // deadline, before reading frames: a slow or hostile handshake never holds
-// the accept loop. A QUIC listener slots in beside these by returning its
-// streams as net.Conns through the same Listener interface.
+// the accept loop. The QUIC listener (quic.go) returns each handshaken
+// QUIC connection as a net.Conn through the same interface; the node keeps
+// those on shard 0, where the UDP endpoint is.
 //
 // # TLS
 //
@@ -32,4 +33,17 @@
 // protocol violation fails the read with a *ProtocolError; the serving path
 // logs it once (rate-limited) and closes the connection. Ping and pong are
 // answered by the library; compression is not negotiated.
+//
+// # QUIC
+//
+// Iggy's usage (quic-go): one bidirectional stream per command, the request
+// frame on its receive side and the reply frame on its send side, one
+// command in flight per connection (max_concurrent_bidi_streams is the
+// client's stream credit); TLS 1.3 without ALPN, no 0-RTT, no
+// unidirectional streams or datagrams. StreamConn reads the request of the
+// current stream and, once a whole reply frame (by its size field) is
+// written, closes the stream and takes the next. A stream without a whole
+// request header within the grace, one that ends inside its frame, carries
+// a second frame or is reset fails the read with a *ProtocolError, and the
+// connection is closed with application error 0x1004.
 package transport

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,6 +139,26 @@ func (lc *localCluster) up(t testing.TB, nodes int, extra ...string) result {
 
 func (lc *localCluster) addr(i int) string { return "127.0.0.1:" + strconv.Itoa(lc.base+i) }
 
+// console is node i's web console URL (its HTTP port, base+3000+i).
+func (lc *localCluster) console(i int) string {
+	return "http://127.0.0.1:" + strconv.Itoa(lc.base+3000+i) + "/ui/"
+}
+
+// consoleAnswers fails unless url answers GET with 200 and an HTML page.
+func consoleAnswers(t *testing.T, url string) {
+	t.Helper()
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET %s: %s (%s), want 200 with the console page:\n%.500s", url, resp.Status, resp.Header.Get("Content-Type"), body)
+	}
+}
+
 // TestLocalClusterSingleNode: `iggo cluster up --nodes 1` (clustering off)
 // starts a background server that outlives the command, prints how to
 // connect, and the printed command works; status shows the node running,
@@ -156,6 +178,8 @@ func TestLocalClusterSingleNode(t *testing.T) {
 	if len(st.Nodes) != 1 || !pidAlive(st.Nodes[0].PID) {
 		t.Fatalf("state %+v: the node is not running after up returned", st)
 	}
+	mustContain(t, r.out, "Console:  "+lc.console(0)+" (log in as iggy / iggy)")
+	consoleAnswers(t, lc.console(0))
 	pid := st.Nodes[0].PID
 
 	// The printed connect line works.
@@ -270,6 +294,11 @@ func TestLocalClusterThreeNodes(t *testing.T) {
 	st := readLocalState(t, lc.dir)
 	if len(st.Nodes) != 3 {
 		t.Fatalf("state %+v", st)
+	}
+	mustContain(t, r.out, "Console:  "+lc.console(0)+" (log in as iggy / iggy)",
+		"(every node serves it on its HTTP port, "+strconv.Itoa(lc.base+3000)+".."+strconv.Itoa(lc.base+3002)+")")
+	for i := range 3 {
+		consoleAnswers(t, lc.console(i))
 	}
 
 	ok := func(addr string, args ...string) string {

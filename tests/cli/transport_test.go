@@ -12,8 +12,8 @@ import (
 
 // TestTransports: the CLI over TLS (--tcp-tls-enabled, --tls-ca-file) and
 // WSS (--transport ws, --websocket-*), iggo bench --transport ws (the
-// report names wss), a plaintext attempt on the TLS port (exit 3) and
-// --transport quic (not built: exit 2).
+// report names wss), a plaintext attempt on the TLS port (exit 3) and an
+// unknown --transport (exit 2); QUIC is TestQUICTransport's.
 func TestTransports(t *testing.T) {
 	srv := harness.Start(t, harness.Options{DefaultRoot: true, Transport: harness.TCPTLS, Serve: []harness.Transport{harness.WSS}})
 	e := newCLI(t, srv)
@@ -68,7 +68,6 @@ func TestTransports(t *testing.T) {
 	if plain.code != exitConnection || strings.Contains(plain.out, "over-tls") {
 		t.Fatalf("plaintext CLI on a TLS port:\n%v", plain)
 	}
-	expectFailure(t, e.exec(t, "", append(login, "--transport", "quic", "stream", "list")...), exitUsage, "QUIC is not built")
 	expectFailure(t, e.exec(t, "", append(login, "--transport", "carrier-pigeon", "stream", "list")...), exitUsage, "want tcp, ws or quic")
 }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"testing"
 	"time"
@@ -13,13 +14,13 @@ import (
 )
 
 // TestClientTransportsTLS runs a three-node cluster with TLS on its client
-// transport (tcp-tls, then wss): cluster metadata reports each node's port
+// transport (tcp-tls, wss, then quic): cluster metadata reports each node's port
 // of that transport, a client given a follower only is redirected to the
 // leader over it, keeps sending across a kill of the leader (reconnecting
 // over the same transport to the new one), polls every acknowledged
 // message back byte-identical, and a plaintext client is refused.
 func TestClientTransportsTLS(t *testing.T) {
-	for _, tr := range []harness.Transport{harness.TCPTLS, harness.WSS} {
+	for _, tr := range []harness.Transport{harness.TCPTLS, harness.WSS, harness.QUIC} {
 		t.Run(tr.Name, func(t *testing.T) { clientTransportTLS(t, tr) })
 	}
 }
@@ -41,6 +42,9 @@ func clientTransportTLS(t *testing.T, tr harness.Transport) {
 		got := int(m.TCPPort)
 		if tr.WS {
 			want, got = c.Nodes[i].WSPort, int(m.WSPort)
+		}
+		if tr.QUIC {
+			want, got = c.Nodes[i].QUICPort, int(m.QUICPort)
 		}
 		if got != want {
 			t.Fatalf("metadata gives node %d %s port %d, roster %d (%+v)", i, tr.Name, got, want, m)
@@ -122,10 +126,15 @@ func clientTransportTLS(t *testing.T, tr harness.Transport) {
 
 	plain := c.ClientConfig(follower, "iggy", "iggy")
 	plain.TLS = nil
+	if tr.QUIC {
+		// QUIC has no plaintext (nil TLS skips verification): a client that
+		// verifies against the system roots, not the test CA, is refused.
+		plain.TLS = &tls.Config{MinVersion: tls.VersionTLS13}
+	}
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if pc, err := client.Dial(pctx, plain); err == nil {
 		pc.Close()
-		t.Fatal("a plaintext client was served by a TLS node")
+		t.Fatal("a plaintext (or untrusting) client was served by a TLS node")
 	}
 }

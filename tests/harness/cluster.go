@@ -71,6 +71,8 @@ type Node struct {
 	TCPPort, ReplicaPort, GossipPort, HTTPPort int
 	// WSPort is the roster websocket port (0: not served).
 	WSPort int
+	// QUICPort is the roster quic port (UDP; 0: not served).
+	QUICPort int
 }
 
 // Cluster is a running N-node cluster. Every process is killed when the
@@ -181,12 +183,15 @@ func ClusterConfig(name, secret string, shards int, clusterTOML string, nodes []
 	}
 	fmt.Fprintf(&sb, "\n[cluster.auth]\nenabled = true\nshared_secret = %q\n", secret)
 	for _, n := range nodes {
-		ws := ""
+		extra := ""
 		if n.WSPort != 0 {
-			ws = fmt.Sprintf(", websocket = %d", n.WSPort)
+			extra = fmt.Sprintf(", websocket = %d", n.WSPort)
+		}
+		if n.QUICPort != 0 {
+			extra += fmt.Sprintf(", quic = %d", n.QUICPort)
 		}
 		fmt.Fprintf(&sb, "\n[[cluster.nodes]]\nname = %q\nip = %q\nreplica_id = %d\nports = { tcp = %d, tcp_replica = %d, gossip = %d, http = %d%s }\n",
-			n.Name, n.IP, n.ID, n.TCPPort, n.ReplicaPort, n.GossipPort, n.HTTPPort, ws)
+			n.Name, n.IP, n.ID, n.TCPPort, n.ReplicaPort, n.GossipPort, n.HTTPPort, extra)
 	}
 	return sb.String()
 }
@@ -249,6 +254,9 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		if opts.Transport.WS {
 			n.WSPort = port(n.IP, false)
 		}
+		if opts.Transport.QUIC {
+			n.QUICPort = port(n.IP, true)
+		}
 		c.Nodes = append(c.Nodes, n)
 	}
 	if opts.Transport.TLS {
@@ -266,6 +274,9 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		}, opts.Env...)
 		if n.WSPort != 0 {
 			env = append(env, "IGGY_WEBSOCKET_ADDRESS="+net.JoinHostPort(n.IP, strconv.Itoa(n.WSPort)))
+		}
+		if n.QUICPort != 0 {
+			env = append(env, "IGGY_QUIC_ADDRESS="+net.JoinHostPort(n.IP, strconv.Itoa(n.QUICPort)))
 		}
 		args := append([]string{"--config", c.ConfigPath, "--replica-id", strconv.Itoa(n.ID)}, opts.Args...)
 		n.Server = newServer(t, Options{
@@ -296,12 +307,15 @@ func (c *Cluster) Addr(i int) string {
 	if n.WSPort != 0 {
 		return net.JoinHostPort(n.IP, strconv.Itoa(n.WSPort))
 	}
+	if n.QUICPort != 0 {
+		return net.JoinHostPort(n.IP, strconv.Itoa(n.QUICPort))
+	}
 	return net.JoinHostPort(n.IP, strconv.Itoa(n.TCPPort))
 }
 
 // transportConfig points cfg at addrs over the cluster's transport.
 func (c *Cluster) transportConfig(cfg *client.Config, addrs []string) {
-	c.opts.Transport.configure(cfg, "", "", c.PKI)
+	c.opts.Transport.configure(cfg, "", "", "", c.PKI)
 	cfg.Addresses = addrs
 }
 

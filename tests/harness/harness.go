@@ -150,6 +150,8 @@ type Server struct {
 	HTTPAddr string
 	// MetricsAddr is the bound http.metrics.open_address ("" when off).
 	MetricsAddr string
+	// QUICAddr is the bound QUIC (UDP) address ("" when quic is off).
+	QUICAddr string
 	// WSAddr is the bound WebSocket address ("" when not served).
 	WSAddr string
 	// PKI signs the server's certificate when it serves TLS.
@@ -325,7 +327,7 @@ func (s *Server) start(extra []string, clearRuntime bool) {
 	}
 	exited := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.exited, s.out, s.Addr, s.HTTPAddr, s.MetricsAddr, s.WSAddr = cmd, exited, out, "", "", "", ""
+	s.cmd, s.exited, s.out, s.Addr, s.HTTPAddr, s.MetricsAddr, s.WSAddr, s.QUICAddr = cmd, exited, out, "", "", "", "", ""
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -349,6 +351,9 @@ func (s *Server) awaitAddr() {
 		if rt, err := readRuntime(runtimeFile); err == nil && rt.TCP.Address != "" {
 			s.mu.Lock()
 			s.Addr = rt.TCP.Address
+			if rt.QUIC.Enabled {
+				s.QUICAddr = rt.QUIC.Address
+			}
 			if rt.WebSocket.Enabled {
 				s.WSAddr = rt.WebSocket.Address
 			}
@@ -378,6 +383,10 @@ type runtimeDoc struct {
 	TCP struct {
 		Address string `toml:"address"`
 	} `toml:"tcp"`
+	QUIC struct {
+		Enabled bool   `toml:"enabled"`
+		Address string `toml:"address"`
+	} `toml:"quic"`
 	HTTP struct {
 		Enabled bool   `toml:"enabled"`
 		Address string `toml:"address"`
@@ -540,7 +549,7 @@ func (s *Server) ClientConfigOver(tr Transport, username, password string) clien
 	if tr.Name == "" {
 		tr = TCP
 	}
-	tr.configure(&cfg, s.Addr, s.WSAddr, s.PKI)
+	tr.configure(&cfg, s.Addr, s.WSAddr, s.QUICAddr, s.PKI)
 	cfg.Username, cfg.Password = username, password
 	cfg.HeartbeatInterval = 0
 	return cfg

@@ -66,6 +66,8 @@ type Transport struct {
 	Name string
 	TLS  bool
 	WS   bool
+	// QUIC: the QUIC listener (always TLS; the test PKI's certificate).
+	QUIC bool
 }
 
 // The client transports the server serves.
@@ -74,14 +76,18 @@ var (
 	TCPTLS = Transport{Name: "tcp-tls", TLS: true}
 	WS     = Transport{Name: "ws", WS: true}
 	WSS    = Transport{Name: "wss", TLS: true, WS: true}
+	QUIC   = Transport{Name: "quic", TLS: true, QUIC: true}
 	// AllTransports is every transport, for suites run over each.
-	AllTransports = []Transport{TCP, TCPTLS, WS, WSS}
+	AllTransports = []Transport{TCP, TCPTLS, WS, WSS, QUIC}
 )
 
 // Wire is the transport code GET_ME reports for t.
 func (t Transport) Wire() uint8 {
-	if t.WS {
+	switch {
+	case t.WS:
 		return wire.TransportWebSocket
+	case t.QUIC:
+		return wire.TransportQUIC
 	}
 	return wire.TransportTCP
 }
@@ -111,16 +117,24 @@ func transportEnv(ts []Transport, p *PKI) ([]string, error) {
 	if has["wss"] {
 		tlsKeys("IGGY_WEBSOCKET_TLS")
 	}
+	if has["quic"] {
+		env = append(env, "IGGY_QUIC_ENABLED=true", "IGGY_QUIC_ADDRESS=127.0.0.1:0", "IGGY_QUIC_CERTIFICATE_SELF_SIGNED=false",
+			"IGGY_QUIC_CERTIFICATE_CERT_FILE="+p.CertFile, "IGGY_QUIC_CERTIFICATE_KEY_FILE="+p.KeyFile)
+	}
 	return env, nil
 }
 
 // configure points cfg at addr over t (TLS trusting p).
-func (t Transport) configure(cfg *client.Config, tcpAddr, wsAddr string, p *PKI) {
+func (t Transport) configure(cfg *client.Config, tcpAddr, wsAddr, quicAddr string, p *PKI) {
 	cfg.Addresses = []string{tcpAddr}
 	cfg.Transport = client.TransportTCP
-	if t.WS {
+	switch {
+	case t.WS:
 		cfg.Addresses = []string{wsAddr}
 		cfg.Transport = client.TransportWS
+	case t.QUIC:
+		cfg.Addresses = []string{quicAddr}
+		cfg.Transport = client.TransportQUIC
 	}
 	cfg.TLS = nil
 	if t.TLS {

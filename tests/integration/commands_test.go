@@ -54,6 +54,9 @@ func testSystemCommands(t *testing.T, tr harness.Transport) {
 	if _, wsPort, _ := net.SplitHostPort(s.WSAddr); (s.WSAddr == "") != (cm.Nodes[0].WSPort == 0) || (s.WSAddr != "" && wsPort != itoa(int(cm.Nodes[0].WSPort))) {
 		t.Fatalf("cluster metadata websocket port %d, bound %q", cm.Nodes[0].WSPort, s.WSAddr)
 	}
+	if _, qPort, _ := net.SplitHostPort(s.QUICAddr); (s.QUICAddr == "") != (cm.Nodes[0].QUICPort == 0) || (s.QUICAddr != "" && qPort != itoa(int(cm.Nodes[0].QUICPort))) {
+		t.Fatalf("cluster metadata quic port %d, bound %q", cm.Nodes[0].QUICPort, s.QUICAddr)
+	}
 
 	opts, err := c.DescribeOptions(ctx, wire.ScopeTopic)
 	must(t, err, "describe options")

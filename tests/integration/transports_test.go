@@ -32,8 +32,8 @@ func startOver(t testing.TB, tr harness.Transport, env ...string) *harness.Serve
 
 // TestCrossTransport: messages sent over each transport are polled back
 // over every other, byte-identical. One server serves one tcp and one
-// websocket listener, so the data directory is served twice: tcp + ws,
-// then tcp-tls + wss.
+// websocket listener, so the data directory is served twice: tcp + ws +
+// quic, then tcp-tls + wss + quic.
 func TestCrossTransport(t *testing.T) {
 	dir := t.TempDir() + "/data"
 	const stream, topic = "x", "t"
@@ -72,18 +72,20 @@ func TestCrossTransport(t *testing.T) {
 			t.Fatalf("over %s: polled %d messages, sent %d", tr.Name, len(got), i)
 		}
 	}
-	a := harness.Start(t, harness.Options{DefaultRoot: true, DataDir: dir, Transport: harness.TCP, Serve: []harness.Transport{harness.WS}})
+	a := harness.Start(t, harness.Options{DefaultRoot: true, DataDir: dir, Transport: harness.TCP, Serve: []harness.Transport{harness.WS, harness.QUIC}})
 	createStreamTopic(t, a.Root(t), stream, topic, 1, nil)
 	send(a, harness.TCP, 1)
 	send(a, harness.WS, 2)
+	send(a, harness.QUIC, 5)
 	check(a, harness.TCP)
 	check(a, harness.WS)
+	check(a, harness.QUIC)
 	must(t, a.Stop(30*time.Second), "stopping the plaintext server")
 
-	b := harness.Start(t, harness.Options{DefaultRoot: true, DataDir: dir, Transport: harness.TCPTLS, Serve: []harness.Transport{harness.WSS}})
+	b := harness.Start(t, harness.Options{DefaultRoot: true, DataDir: dir, Transport: harness.TCPTLS, Serve: []harness.Transport{harness.WSS, harness.QUIC}})
 	send(b, harness.TCPTLS, 3)
 	send(b, harness.WSS, 4)
-	for _, tr := range []harness.Transport{harness.TCPTLS, harness.WSS} {
+	for _, tr := range []harness.Transport{harness.TCPTLS, harness.WSS, harness.QUIC} {
 		check(b, tr)
 	}
 }

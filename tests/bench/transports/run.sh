@@ -1,8 +1,9 @@
 #!/bin/sh
 # iggo bench pp over every client transport in one run on this machine:
-# one server serves tcp + ws, then (same data directory, restarted) one
-# serves tcp-tls + wss (generated self-signed certificates; the client
-# skips verification). ROUNDS rounds interleave the four transports so
+# one server serves tcp + ws + quic, then (same data directory, restarted)
+# one serves tcp-tls + wss (generated self-signed certificates; the client
+# skips verification; QUIC's is always self-signed and unverified, Iggy's
+# client default). ROUNDS rounds interleave the five transports so
 # that machine noise hits them alike; the summary gives each transport's
 # median msgs/s, p50 and p99 and its ratio to plaintext TCP, and the CPU
 # time server and client spent per 1,000 messages (utime + stime of the
@@ -19,6 +20,7 @@ BATCHES=${BATCHES:-50}
 ROUNDS=${ROUNDS:-3}
 PORT=${PORT:-38090}
 WSPORT=$((PORT + 2))
+QUICPORT=$((PORT + 4))
 DATA=$OUT/data
 mkdir -p "$OUT"
 rm -rf "$DATA"
@@ -37,6 +39,7 @@ serve() { # $1 = tls (true/false)
 	stop
 	env IGGY_PATH="$DATA" IGGY_TCP_ADDRESS=127.0.0.1:$PORT IGGY_HTTP_ENABLED=false \
 		IGGY_WEBSOCKET_ENABLED=true IGGY_WEBSOCKET_ADDRESS=127.0.0.1:$WSPORT IGGY_SHARDING_PIN_CORES=false \
+		IGGY_QUIC_ENABLED=true IGGY_QUIC_ADDRESS=127.0.0.1:$QUICPORT \
 		IGGY_TCP_TLS_ENABLED=$1 IGGY_TCP_TLS_SELF_SIGNED=true IGGY_TCP_TLS_CERT_FILE= IGGY_TCP_TLS_KEY_FILE= \
 		IGGY_WEBSOCKET_TLS_ENABLED=$1 IGGY_WEBSOCKET_TLS_SELF_SIGNED=true IGGY_WEBSOCKET_TLS_CERT_FILE= IGGY_WEBSOCKET_TLS_KEY_FILE= \
 		"$BIN/iggo-server" --with-default-root-credentials >>"$OUT/server.log" 2>&1 &
@@ -70,6 +73,7 @@ while [ $r -le "$ROUNDS" ]; do
 	serve false
 	run tcp --tcp-server-address 127.0.0.1:$PORT
 	run ws --transport ws --websocket-server-address 127.0.0.1:$WSPORT
+	run quic --transport quic --quic-server-address 127.0.0.1:$QUICPORT
 	serve true
 	run tcp-tls --tcp-server-address 127.0.0.1:$PORT --tcp-tls-enabled --tls-insecure
 	run wss --transport ws --websocket-server-address 127.0.0.1:$WSPORT --websocket-tls-enabled --tls-insecure
@@ -87,7 +91,7 @@ function median(arr, t, k,   v, i, j, x) { for (i = 1; i <= k; i++) v[i] = arr[t
 END {
 	base = median(m, "tcp", n["tcp"]); cbase = median(cpu, "tcp", n["tcp"])
 	printf "%-9s %10s %8s %8s %7s %15s %14s %18s\n", "transport", "msgs/s", "p50 ms", "p99 ms", "vs tcp", "CPU ms/1000 msg", "tcp CPU / CPU", "of which server"
-	split("tcp tcp-tls ws wss", ts, " ")
-	for (i = 1; i <= 4; i++) { t = ts[i]; v = median(m, t, n[t]); c = median(cpu, t, n[t])
+	split("tcp tcp-tls ws wss quic", ts, " ")
+	for (i = 1; i <= 5; i++) { t = ts[i]; v = median(m, t, n[t]); c = median(cpu, t, n[t])
 		printf "%-9s %10d %8.1f %8.1f %6.0f%% %15.2f %13.0f%% %18.2f\n", t, v, median(p50, t, n[t]), median(p99, t, n[t]), 100 * v / base, c, 100 * cbase / c, median(srv, t, n[t]) }
 }' msgs=$((PRODUCERS * BATCHES * 1000)) "$OUT/results.txt" | tee "$OUT/summary.txt"

@@ -39,7 +39,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -123,10 +122,12 @@ type GlobalOptions struct {
 	WSTLS       bool
 	WSTLSDomain string
 	QUICAddress string
-	Quiet       bool
-	Debug       string
-	Context     string
-	Timeout     time.Duration
+	// QUIC holds the other --quic-* options (quic.go).
+	QUIC    QUICOptions
+	Quiet   bool
+	Debug   string
+	Context string
+	Timeout time.Duration
 }
 
 // Env is the state shared by the commands of one run.
@@ -264,6 +265,7 @@ a number is a numeric id (0-based), anything else a name.`,
 	f.BoolVar(&g.WSTLS, "websocket-tls-enabled", false, "connect to the WebSocket server with TLS (wss)")
 	f.StringVar(&g.WSTLSDomain, "websocket-tls-domain", "", "TLS server name to verify for wss (default: the address host)")
 	f.StringVar(&g.QUICAddress, "quic-server-address", DefaultQUICAddress, "server QUIC address (--transport quic)")
+	addQUICFlags(f, &g.QUIC)
 	f.BoolVarP(&g.Quiet, "quiet", "q", false, "print only requested data, no status lines")
 	f.StringVarP(&g.Debug, "debug", "d", "", "write a debug log of client events to this file")
 	f.StringVar(&g.Context, "context", "", "use this named context instead of the active one")
@@ -453,9 +455,6 @@ func (env *Env) ClientConfig(withLogin bool) (client.Config, error) {
 		cfg.Transport, cfg.Addresses = client.TransportWS, []string{g.WSAddress}
 		tlsOn, domain = g.WSTLS, g.WSTLSDomain
 	case client.TransportQUIC:
-		if !slices.Contains(client.Transports(), client.TransportQUIC) {
-			return cfg, Usagef("--transport quic: QUIC is not built into this binary (use tcp or ws)")
-		}
 		cfg.Transport, cfg.Addresses = client.TransportQUIC, []string{g.QUICAddress}
 	case "http":
 		return cfg, Usagef("--transport http: this CLI speaks the binary protocol; use tcp, ws or quic")
@@ -476,6 +475,11 @@ func (env *Env) ClientConfig(withLogin bool) (client.Config, error) {
 			tc.RootCAs = pool
 		}
 		cfg.TLS = tc
+	}
+	if cfg.Transport == client.TransportQUIC {
+		if err := g.QUIC.apply(&cfg, g.TLSCAFile); err != nil {
+			return cfg, err
+		}
 	}
 	if l, err := env.debugLogger(); err != nil {
 		return cfg, err

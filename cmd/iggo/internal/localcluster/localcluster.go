@@ -16,7 +16,8 @@
 //
 // Node i listens for clients on 127.0.0.1:(base+i), on the replica plane at
 // base+1000+i, for gossip at base+2000+i and serves the HTTP API at
-// base+3000+i (base 8090: 8090.., 9090.., 10090.., 11090..). The processes run in their own session,
+// base+3000+i (base 8090: 8090.., 9090.., 10090.., 11090..), with the web
+// console (http.web_ui) at /ui/ on it. The processes run in their own session,
 // so they outlive the command. A one-node "cluster" runs with clustering off
 // (the same code path with a quorum of one).
 //
@@ -118,6 +119,11 @@ type NodeState struct {
 
 // Addr is the node's client address.
 func (n NodeState) Addr() string { return net.JoinHostPort(n.IP, strconv.Itoa(n.TCPPort)) }
+
+// ConsoleURL is the node's web console (http.web_ui, on its HTTP port).
+func (n NodeState) ConsoleURL() string {
+	return "http://" + net.JoinHostPort(n.IP, strconv.Itoa(n.HTTPPort)) + "/ui/"
+}
 
 // Extensions returns the up, start, status and down subcommands of
 // `iggo cluster`.
@@ -250,6 +256,7 @@ func Config(name string, nodes []NodeState) string {
 	sb.WriteString("# path and client address come from IGGY_PATH and IGGY_TCP_ADDRESS, the key\n")
 	sb.WriteString("# from IGGY_CLUSTER_AUTH_SHARED_SECRET (see the file `secret`).\n\n")
 	sb.WriteString("[sharding]\npin_cores = false\n\n")
+	sb.WriteString("# The web console at http://<ip>:<http port>/ui/ on every node.\n[http]\nweb_ui = true\n\n")
 	if len(nodes) == 1 {
 		fmt.Fprintf(&sb, "[cluster]\nenabled = false\nname = %q\n", name)
 		return sb.String()
@@ -761,6 +768,10 @@ func printUp(w io.Writer, st *State, dir, headline string) {
 		tlsFlags = " --tcp-tls-enabled --tls-ca-file " + ca
 	}
 	fmt.Fprintf(w, "Connect:  iggo --tcp-server-address %s%s -u %s -p %s stream list\n", st.Nodes[0].Addr(), tlsFlags, RootUsername, RootPassword)
+	fmt.Fprintf(w, "Console:  %s (log in as %s / %s)\n", st.Nodes[0].ConsoleURL(), RootUsername, RootPassword)
+	if len(st.Nodes) > 1 {
+		fmt.Fprintf(w, "          (every node serves it on its HTTP port, %d..%d)\n", st.Nodes[0].HTTPPort, st.Nodes[len(st.Nodes)-1].HTTPPort)
+	}
 	dirFlag := ""
 	if dir != DefaultDir {
 		dirFlag = " --dir " + dir

@@ -1,8 +1,10 @@
 package localcluster
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/iggo/iggo/replica/config"
@@ -42,6 +44,9 @@ func TestConfigLoads(t *testing.T) {
 			cfg, warnings, err := config.LoadFrom(p, nodeEnv(&nodes[i], k))
 			if err != nil || len(warnings) > 0 {
 				t.Fatalf("%d nodes, node %d: %v %v", count, i, err, warnings)
+			}
+			if !cfg.HTTP.Enabled || !cfg.HTTP.WebUI || cfg.HTTP.Address != net.JoinHostPort(nodes[i].IP, strconv.Itoa(nodes[i].HTTPPort)) {
+				t.Fatalf("%d nodes, node %d: http enabled %v web_ui %v at %s, want the console on %d", count, i, cfg.HTTP.Enabled, cfg.HTTP.WebUI, cfg.HTTP.Address, nodes[i].HTTPPort)
 			}
 			if cfg.Cluster.Enabled != (count > 1) || cfg.Cluster.Name != "lc" || cfg.Path != nodes[i].DataDir || cfg.TCP.Address != nodes[i].Addr() {
 				t.Fatalf("%d nodes, node %d: %+v path %s tcp %s", count, i, cfg.Cluster, cfg.Path, cfg.TCP.Address)
