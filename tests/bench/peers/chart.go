@@ -1,17 +1,15 @@
 package peers
 
 import (
-	"bufio"
 	"fmt"
-	"image/color"
-	"os"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/iggo/iggo/internal/chart"
 )
 
 // Chart writes a PNG bar chart of the comparison: one group of bars per
@@ -94,23 +92,5 @@ func (r *CompareResult) Chart(path string) error {
 		p.Y.Max = top * 1.3
 	}
 	p.NominalX(names...)
-	c := vgimg.New(27*vg.Centimeter, 15*vg.Centimeter)
-	dc := draw.New(c)
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
-	p.Draw(draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(2), -vg.Points(6)))
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(bw); err != nil {
-		f.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return chart.WritePNG(p, path)
 }

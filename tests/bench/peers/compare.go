@@ -149,12 +149,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		w.stopAll()
-		if !o.KeepWork {
-			_ = os.RemoveAll(w.dir)
-		}
-	}()
+	defer w.finish(o.KeepWork)
 	res := &CompareResult{Started: time.Now().UTC(), Cores: numCPU(), NATSServerVersion: o.NATSServerVersion, NATSCLIVersion: o.NATSCLIVersion,
 		MessageSize: o.MessageSize, BatchSize: o.BatchSize, Modes: o.JSModes}
 	res.Host, _ = os.Hostname()

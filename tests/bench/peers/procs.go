@@ -30,6 +30,15 @@ type work struct {
 	procs []*proc
 }
 
+// finish stops every process the run started and, unless keep, removes
+// the work directory.
+func (w *work) finish(keep bool) {
+	w.stopAll()
+	if !keep {
+		_ = os.RemoveAll(w.dir)
+	}
+}
+
 func newWork(dir string, log io.Writer) (*work, error) {
 	if dir == "" {
 		return nil, errors.New("peers: no work directory")

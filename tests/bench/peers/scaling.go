@@ -100,12 +100,7 @@ func Scaling(ctx context.Context, o ScalingOptions) (*ScalingResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		w.stopAll()
-		if !o.KeepWork {
-			_ = os.RemoveAll(w.dir)
-		}
-	}()
+	defer w.finish(o.KeepWork)
 	res := &ScalingResult{Started: time.Now().UTC(), Cores: numCPU(), Durability: o.Durability,
 		MessageSize: o.MessageSize, BatchSize: o.BatchSize, CellData: o.CellData, BootData: o.BootData}
 	res.Host, _ = os.Hostname()

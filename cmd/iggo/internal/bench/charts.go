@@ -1,23 +1,19 @@
 package bench
 
 import (
-	"bufio"
 	"fmt"
 	"image/color"
-	"os"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/iggo/iggo/internal/chart"
 )
 
-// Chart geometry: big enough to read on a laptop screen.
+// Chart geometry (the size is package chart's).
 const (
-	chartWidth  = 27 * vg.Centimeter
-	chartHeight = 15 * vg.Centimeter
 	// maxActorLines bounds the thin per-actor lines drawn under the group
 	// lines; beyond it only groups are drawn.
 	maxActorLines = 16
@@ -99,27 +95,7 @@ func (r *Report) chart(path, what, unit string, window int, pick func(Series) []
 	if top > 0 {
 		p.Y.Max = top * (1.15 + 0.07*float64(entries))
 	}
-	c := vgimg.New(chartWidth, chartHeight)
-	dc := draw.New(c)
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
-	// A margin keeps the title's ascenders and the axes' end labels off
-	// the image edges.
-	p.Draw(draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(2), -vg.Points(6)))
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(w); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return chart.WritePNG(p, path)
 }
 
 func line(pts []Point) (*plotter.Line, error) {
