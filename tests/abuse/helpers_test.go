@@ -307,3 +307,27 @@ func awaitLines(s *harness.Server, d time.Duration, n int, subs ...string) int {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// flood runs attempt on n goroutines, each at most 10,000 times, until end
+// passes, stop closes or attempt returns false; wait returns once every
+// goroutine has ended.
+func flood(n int, end time.Time, stop <-chan struct{}, attempt func() bool) (wait func()) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 10000 && time.Now().Before(end); k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !attempt() {
+					return
+				}
+			}
+		}()
+	}
+	return wg.Wait
+}

@@ -553,7 +553,7 @@ func TestUnauthenticatedPerAddress(t *testing.T) {
 func TestLoginFlood(t *testing.T) {
 	const (
 		n          = 32
-		flood      = 8 * time.Second
+		floodFor   = 8 * time.Second
 		rssBound   = 256 << 20
 		loginBound = 2 * time.Second
 	)
@@ -572,35 +572,20 @@ func TestLoginFlood(t *testing.T) {
 	halt := func() { stopOnce.Do(func() { close(stop) }) }
 	smp := sampleRSS(t, pid, base+3<<30, func() { halt(); attack.closeAll() })
 	var attempts, invalid atomic.Int64
-	var wg sync.WaitGroup
-	end := time.Now().Add(flood)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; k < 10000 && time.Now().Before(end); k++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				c, err := dialFrom(t, attacker(1), s.Addr)
-				if err != nil {
-					return
-				}
-				if !attack.add(c) {
-					return
-				}
-				_, err = rawLogin(c, "iggy", "guess", 15*time.Second)
-				attempts.Add(1)
-				var ev evictionError
-				if errors.As(err, &ev) && wire.EvictionReason(ev) == wire.EvictInvalidCredentials {
-					invalid.Add(1)
-				}
-				_ = c.Close()
-			}
-		}()
-	}
+	wait := flood(n, time.Now().Add(floodFor), stop, func() bool {
+		c, err := dialFrom(t, attacker(1), s.Addr)
+		if err != nil || !attack.add(c) {
+			return false
+		}
+		_, err = rawLogin(c, "iggy", "guess", 15*time.Second)
+		attempts.Add(1)
+		var ev evictionError
+		if errors.As(err, &ev) && wire.EvictionReason(ev) == wire.EvictInvalidCredentials {
+			invalid.Add(1)
+		}
+		_ = c.Close()
+		return true
+	})
 	time.Sleep(time.Second)
 	var lat []time.Duration
 	for _, u := range []struct{ user, pass string }{{"iggy", "iggy"}, {"app", "app-secret-1"}, {"iggy", "iggy"}} {
@@ -611,11 +596,11 @@ func TestLoginFlood(t *testing.T) {
 		lat = append(lat, took)
 		time.Sleep(500 * time.Millisecond)
 	}
-	wg.Wait()
+	wait()
 	attack.closeAll()
 	peak := smp.Stop()
 	t.Logf("%d guessing connections for %v: %d attempts, %d answered InvalidCredentials; RSS idle %.0f MiB, peak %.0f MiB (+%.0f MiB); legitimate logins %v",
-		n, flood, attempts.Load(), invalid.Load(), mib(base), mib(peak), mib(peak-base), lat)
+		n, floodFor, attempts.Load(), invalid.Load(), mib(base), mib(peak), mib(peak-base), lat)
 	if peak-base > rssBound {
 		t.Errorf("RSS grew by %.0f MiB, bound %.0f MiB", mib(peak-base), mib(rssBound))
 	}
@@ -632,7 +617,7 @@ func TestLoginFlood(t *testing.T) {
 	}
 	out := s.Output()
 	failed := countLines(out, "login failed", `"user": "iggy"`, "127.0.0.2")
-	allowed := 20 + int(20*(flood+5*time.Second).Seconds())
+	allowed := 20 + int(20*(floodFor+5*time.Second).Seconds())
 	t.Logf("'login failed' lines: %d for %d failures (allowed %d); throttled: %d", failed, attempts.Load(), allowed, countLines(out, "login failed", "throttled"))
 	if failed < 1 || failed > allowed {
 		t.Errorf("%d failed-login lines, want 1..%d", failed, allowed)
@@ -649,7 +634,7 @@ func TestLoginFlood(t *testing.T) {
 func TestHTTPLoginFlood(t *testing.T) {
 	const (
 		n          = 32
-		flood      = 6 * time.Second
+		floodFor   = 6 * time.Second
 		rssBound   = 256 << 20
 		loginBound = 2 * time.Second
 	)
@@ -681,38 +666,26 @@ func TestHTTPLoginFlood(t *testing.T) {
 	}
 	attackerClient := from(attacker(1))
 	var attempts, refused atomic.Int64
-	var wg sync.WaitGroup
-	end := time.Now().Add(flood)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; k < 10000 && time.Now().Before(end); k++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				code, err := post(attackerClient, "iggy", "guess")
-				if err != nil {
-					return
-				}
-				attempts.Add(1)
-				if code >= 400 {
-					refused.Add(1)
-				}
-			}
-		}()
-	}
+	wait := flood(n, time.Now().Add(floodFor), stop, func() bool {
+		code, err := post(attackerClient, "iggy", "guess")
+		if err != nil {
+			return false
+		}
+		attempts.Add(1)
+		if code >= 400 {
+			refused.Add(1)
+		}
+		return true
+	})
 	time.Sleep(time.Second)
 	t0 := time.Now()
 	code, err := post(from("127.0.0.1"), "iggy", "iggy")
 	httpLogin := time.Since(t0)
 	binLogin, berr := legitLogin(t, s, "iggy", "iggy", 10*time.Second)
-	wg.Wait()
+	wait()
 	peak := smp.Stop()
 	t.Logf("%d HTTP guessers for %v: %d attempts, %d refused; RSS idle %.0f MiB, peak %.0f MiB (+%.0f MiB); legitimate HTTP login %v (status %d, %v), binary login %v (%v)",
-		n, flood, attempts.Load(), refused.Load(), mib(base), mib(peak), mib(peak-base), httpLogin, code, err, binLogin, berr)
+		n, floodFor, attempts.Load(), refused.Load(), mib(base), mib(peak), mib(peak-base), httpLogin, code, err, binLogin, berr)
 	if err != nil || code != http.StatusOK || httpLogin > loginBound {
 		t.Errorf("legitimate HTTP login: status %d, %v after %v", code, err, httpLogin)
 	}
