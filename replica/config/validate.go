@@ -61,30 +61,33 @@ const (
 	// ReplicaHandshakesMax bounds message_bus.replica_handshakes_max and
 	// replica_handshakes_per_address: each waiting connection holds a
 	// descriptor.
-	ReplicaHandshakesMax     = 4096
-	ReplicaReadBufferMin     = 4 * KiB
-	ReplicaReadBufferMax     = 16 * MiB
-	MemoryPoolMin            = 512 * MiB
-	MemoryPoolBucketMin      = 128
-	QUICMinMTU               = 1200
-	HTTPMaxRequestCeiling    = 256 * MiB
-	EvictedRingCapacityMax   = 65536
-	EvictedRingBytesMax      = 256 * MiB
-	TransferBytesMax         = 64 * GiB
-	SegmentWritebackMin      = 64 * KiB
-	BackgroundSyncMin        = 1 * MiB
-	SegmentWritebackMax      = 1 * GiB
-	DedupClientsMax          = 65536
-	ConsumerOffsetsMax       = 262144
-	OffsetReservationMax     = 1 << 24
-	minHeartbeatTimeout      = 2 * time.Second
-	minSuperblockFatal       = 30 * time.Second
-	maxDrainTimeout          = 600 * time.Second
-	maxPollInterval          = 5 * time.Second
-	maxJoinTimeout           = 900 * time.Second
-	maxReconcileInterval     = 30 * time.Second
-	sessionGatherDeadline    = 3 * time.Second
-	sessionSendDeadline      = 100 * time.Millisecond
+	ReplicaHandshakesMax   = 4096
+	ReplicaReadBufferMin   = 4 * KiB
+	ReplicaReadBufferMax   = 16 * MiB
+	MemoryPoolMin          = 512 * MiB
+	MemoryPoolBucketMin    = 128
+	QUICMinMTU             = 1200
+	HTTPMaxRequestCeiling  = 256 * MiB
+	EvictedRingCapacityMax = 65536
+	EvictedRingBytesMax    = 256 * MiB
+	TransferBytesMax       = 64 * GiB
+	SegmentWritebackMin    = 64 * KiB
+	BackgroundSyncMin      = 1 * MiB
+	SegmentWritebackMax    = 1 * GiB
+	DedupClientsMax        = 65536
+	ConsumerOffsetsMax     = 262144
+	OffsetReservationMax   = 1 << 24
+	minHeartbeatTimeout    = 2 * time.Second
+	minSuperblockFatal     = 30 * time.Second
+	maxDrainTimeout        = 600 * time.Second
+	maxPollInterval        = 5 * time.Second
+	maxJoinTimeout         = 900 * time.Second
+	maxReconcileInterval   = 30 * time.Second
+	// Consumer session reports: a member survives a lost report (its
+	// session spans at least three report intervals), and reports are
+	// not sent more often than a consensus tick.
+	sessionToHeartbeatRatio  = 3
+	sessionHeartbeatMin      = 10 * time.Millisecond
 	heartbeatToCommitRatio   = 4
 	statusToRetransmitRatio  = 4
 	journalSlotsPerDepth     = 4
@@ -406,13 +409,11 @@ func (cfg *Config) validateMisc(c *checker) {
 	}
 	g := cfg.ConsumerGroup
 	c.positive("consumer_group.rebalancing_timeout", g.RebalancingTimeout)
-	c.positive("consumer_group.heartbeat_interval", g.HeartbeatInterval)
-	floor := 3*g.HeartbeatInterval.Duration + 2*(sessionGatherDeadline+sessionSendDeadline)
-	if g.SessionTimeout.Duration < floor {
-		c.fail("consumer_group.session_timeout", "must be at least 3 x consumer_group.heartbeat_interval + 2 x (3 s gather + 100 ms send) = %s, got %s", D(floor), g.SessionTimeout)
-	}
-	if cfg.Cluster.Enabled && g.SessionTimeout.Duration <= cfg.Cluster.HeartbeatTimeout.Duration {
-		c.fail("consumer_group.session_timeout", "must exceed cluster.heartbeat_timeout (%s) when clustering, got %s", cfg.Cluster.HeartbeatTimeout, g.SessionTimeout)
+	if g.HeartbeatInterval.Duration < sessionHeartbeatMin {
+		c.fail("consumer_group.heartbeat_interval", "must be at least %s (one consumer session report per node per interval), got %s", D(sessionHeartbeatMin), g.HeartbeatInterval)
+	} else if floor := sessionToHeartbeatRatio * g.HeartbeatInterval.Duration; g.SessionTimeout.Duration < floor {
+		c.fail("consumer_group.session_timeout", "must be at least %d x consumer_group.heartbeat_interval = %s (a lost session report must not expire a member), got %s",
+			sessionToHeartbeatRatio, D(floor), g.SessionTimeout)
 	}
 }
 
