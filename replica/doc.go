@@ -188,7 +188,11 @@
 // members once its metadata replica is in normal status (a single node
 // during boot), and the metadata primary removes those of a node gossip
 // reports dead or left for cluster.member_eviction_timeout
-// (EvictNodeMembers, package metadata).
+// (EvictNodeMembers, package metadata). Every node also sends the primary
+// a consumer session report each consumer_group.heartbeat_interval; the
+// primary expires the members no report named for
+// consumer_group.session_timeout (sessions.go; EvictNodeMembers for a
+// silent node, ExpireMembers for members a reporting node dropped).
 //
 // Roles: the owning shard publishes each group's view, status and primary
 // whenever they change (cluster_view.go: GroupRoles, MetadataPrimary,
