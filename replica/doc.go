@@ -184,9 +184,9 @@
 // with 46 and logged. Every consumer-group join records the node holding
 // the member's connection and that node's incarnation (its start, µs), so
 // the members of a node that went away are found without their
-// connections (evict.go): a node that restarts removes its previous runs'
-// members once its metadata replica is in normal status (a single node
-// during boot), and the metadata primary removes those of a node gossip
+// connections (consumer_group_evict.go): a node that restarts removes its
+// previous runs' members once its metadata replica is in normal status (a
+// single node during boot), and the metadata primary removes those of a node gossip
 // reports dead or left for cluster.member_eviction_timeout
 // (EvictNodeMembers, package metadata).
 //
