@@ -176,11 +176,13 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*part, error) {
 
 // groupSM over the partition's exported state-machine methods.
 
-func (p *part) checkpoint(op uint64, table []byte) (vsr.Manifest, error) { return p.Checkpoint(op, table) }
-func (p *part) checkpointDurable(op uint64)                            { p.CheckpointDurable(op) }
-func (p *part) syncAppend(h *vsr.Header) bool                          { return p.SyncAppend(h) }
-func (p *part) appliedOp() uint64                                      { return p.AppliedOp() }
-func (p *part) install(m vsr.Manifest) error                           { return p.Install(m) }
+func (p *part) checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
+	return p.Checkpoint(op, table)
+}
+func (p *part) checkpointDurable(op uint64)   { p.CheckpointDurable(op) }
+func (p *part) syncAppend(h *vsr.Header) bool { return p.SyncAppend(h) }
+func (p *part) appliedOp() uint64             { return p.AppliedOp() }
+func (p *part) install(m vsr.Manifest) error  { return p.Install(m) }
 func (p *part) readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
 	return p.ReadArtifact(ckpt, id, off, length)
 }

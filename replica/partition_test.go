@@ -278,4 +278,3 @@ func maxSeq(v []uint64) uint64 {
 	}
 	return m
 }
-

@@ -116,12 +116,12 @@ type shardLoop struct {
 	dirty      []*group
 	syncGroups []*group
 	// pipe is the segment write pipeline of this shard's partitions.
-	pipe       *partition.Pipeline
-	batch      vfs.Batch
-	deliver    []*task
-	callbacks  []*task
-	outbox     []outTask
-	stamps     stampPool
+	pipe      *partition.Pipeline
+	batch     vfs.Batch
+	deliver   []*task
+	callbacks []*task
+	outbox    []outTask
+	stamps    stampPool
 
 	// ticks counts consensus ticks; pending holds the partitions waiting
 	// to be opened again (pending.go).
