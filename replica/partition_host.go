@@ -194,7 +194,7 @@ func (p *part) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) er
 
 // Propose implements partition.Host.
 func (p *part) Propose(req vsr.Request, done func(partition.Outcome)) {
-	p.g.submit(&task{kind: tkForwarded, onDone: func(d *task) {
+	p.g.submit(&task{kind: tkPartOp, onDone: func(d *task) {
 		done(partition.Outcome{Status: d.status, VStatus: d.vstatus, Reply: d.reply})
 	}}, req)
 }

@@ -35,6 +35,7 @@ const (
 	tkClean                              // retention pass over this shard's partitions
 	tkFrame                              // a replica-plane frame for a group of this shard
 	tkForwarded                          // a request a backup forwarded (internal, onDone)
+	tkPartOp                             // an internal partition op (partition.Host.Propose, onDone)
 )
 
 // wireCodeUnavailable answers requests to a group that stopped after a

@@ -276,8 +276,8 @@ func TestPipelineWritebackHints(t *testing.T) {
 		seq += 10
 		if r.pipe.SyncsDue() {
 			var b vfs.Batch
-			s := r.pipe.StageSyncs(&b)
-			r.pipe.FinishSyncs(s, r.fs.Submit(&b))
+			finish := r.pipe.StageCommit(&b)
+			finish(r.fs.Submit(&b))
 		}
 	}
 	st := r.fs.Writebacks(r.cfg.Dir + "/00000000000000000000.log")
@@ -310,5 +310,33 @@ func TestOpCodec(t *testing.T) {
 	}
 	if r.p.SyncAppend(header(1, OpSend, 0)) != true {
 		t.Fatal("a persisted topic's send must sync its append")
+	}
+}
+
+// Without writeback hints, a partition that accumulated the sync floor
+// (16,384 messages here) is due a segment sync in the next submission;
+// completing it resets the count.
+func TestPipelinePeriodicSync(t *testing.T) {
+	r := newRig(t, 10, false)
+	var seq uint64
+	for seq < segmentSyncMessagesMin-1000 {
+		r.send(seq, 1000, 8)
+		seq += 1000
+	}
+	if r.pipe.SyncsDue() {
+		t.Fatalf("sync due after %d messages, below the floor", seq)
+	}
+	r.send(seq, 1000, 8)
+	if !r.pipe.SyncsDue() {
+		t.Fatalf("no sync due after %d messages", seq+1000)
+	}
+	var b vfs.Batch
+	s := r.pipe.StageSyncs(&b)
+	if len(s.plans) != 1 || b.Empty() {
+		t.Fatalf("%d sync plans staged, batch empty %v", len(s.plans), b.Empty())
+	}
+	r.pipe.FinishSyncs(s, r.fs.Submit(&b))
+	if r.p.w.unsyncedMsgs != 0 || r.pipe.SyncsDue() || len(r.host.failed) != 0 {
+		t.Fatalf("after the sync: %d unsynced, due %v, failures %v", r.p.w.unsyncedMsgs, r.pipe.SyncsDue(), r.host.failed)
 	}
 }

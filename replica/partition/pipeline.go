@@ -287,3 +287,10 @@ func (p *Partition) flushSegments() {
 
 // WritebackBytes is the pipeline's writeback hint cadence (0: none).
 func (q *Pipeline) WritebackBytes() uint64 { return q.writebackBytes }
+
+// StageCommit is StageSyncs for a submission whose outcome comes later:
+// it returns the function that completes the syncs with that outcome.
+func (q *Pipeline) StageCommit(b *vfs.Batch) func(err error) {
+	s := q.StageSyncs(b)
+	return func(err error) { q.FinishSyncs(s, err) }
+}
