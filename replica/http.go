@@ -232,10 +232,9 @@ func (n *Node) MetricsSnapshot(s *metrics.Snapshot) {
 	}
 	if n.rt != nil {
 		for _, st := range n.rt.Stats() {
-			s.Shards = append(s.Shards, metrics.ShardStat{Shard: st.Shard, Queued: st.Queued, QueuedReplies: st.QueuedReplies,
-				Accepted: st.Accepted, Processed: st.Processed, Refused: st.Refused, RefusedReply: st.RefusedReply,
-				Stopped: st.RefusedStopped, Iterations: st.Iterations, GroupCommits: st.GroupCommits, Syncs: st.Syncs,
-				SyncFailures: st.SyncFailures, MaxBatch: st.MaxBatch})
+			s.Shards = append(s.Shards, metrics.ShardStat{Shard: st.Shard, Queued: st.Queued,
+				Accepted: st.Accepted, Processed: st.Processed, Refused: st.Refused,
+				Stopped: st.RefusedStopped, Iterations: st.Iterations, MaxBatch: st.MaxBatch})
 		}
 	}
 	for _, r := range n.GroupRoles() {
