@@ -6,7 +6,6 @@ import (
 
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard"
-	"github.com/iggo/iggo/wire"
 )
 
 // Cooperative consumer-group rebalancing (metadata: rebalanceCooperative,
@@ -21,9 +20,9 @@ import (
 // consumer_group.rebalancing_timeout passed.
 //
 // In flight. Each partition remembers, per consumer group, the last offset
-// a group poll on this node returned (partition.lastPolled; polls are
+// a group poll on this node returned (package partition; polls are
 // served by the node holding the consumer's connection) and publishes
-// whether it is past the group's committed offset (partStats.inFlight).
+// whether it is past the group's committed offset (partition.Stats.GroupState).
 // The node admitting a join lists in the command (InFlight, prepare body
 // version 4) the partitions of members whose connection is on this node
 // (same node, same boot) that are in flight here, and every partition of
@@ -48,55 +47,6 @@ const handoffPoll = 50 * time.Millisecond
 // completion again while it is still pending.
 const handoffRetry = time.Second
 
-// notePolled records that a group poll returned messages up to last.
-func (p *partition) notePolled(group uint32, last uint64) {
-	if p.lastPolled == nil {
-		p.lastPolled = map[uint32]uint64{}
-	}
-	if old, ok := p.lastPolled[group]; !ok || last > old {
-		p.lastPolled[group] = last
-	}
-	p.noteGroup(offsetKey{kind: wire.ConsumerKindGroup, id: group})
-}
-
-// noteGroup republishes whether group k has polled, uncommitted messages.
-func (p *partition) noteGroup(k offsetKey) {
-	if k.kind != wire.ConsumerKindGroup {
-		return
-	}
-	polled, ok := p.lastPolled[k.id]
-	committed, has := p.offsets[k]
-	inFlight := ok && (!has || committed < polled)
-	s := p.stats
-	s.groupMu.Lock()
-	if has {
-		if s.committed == nil {
-			s.committed = map[uint32]uint64{}
-		}
-		s.committed[k.id] = committed
-	} else {
-		delete(s.committed, k.id)
-	}
-	if inFlight {
-		if s.inFlight == nil {
-			s.inFlight = map[uint32]bool{}
-		}
-		s.inFlight[k.id] = true
-	} else {
-		delete(s.inFlight, k.id)
-	}
-	s.groupMu.Unlock()
-}
-
-// clearPolled forgets every group's polls (purge, state transfer).
-func (p *partition) clearPolled() {
-	clear(p.lastPolled)
-	p.stats.groupMu.Lock()
-	clear(p.stats.inFlight)
-	clear(p.stats.committed)
-	p.stats.groupMu.Unlock()
-}
-
 // groupInFlight reports whether group has polled, uncommitted messages in
 // the partition, as far as this node's polls tell.
 func (n *Node) groupInFlight(stream, topic, partition, group uint32) bool {
@@ -115,11 +65,7 @@ func (n *Node) groupState(stream, topic, partition, group uint32) (inFlight bool
 	if !ok {
 		return false, 0, false
 	}
-	s := v.(*partStats)
-	s.groupMu.Lock()
-	defer s.groupMu.Unlock()
-	committed, has = s.committed[group]
-	return s.inFlight[group], committed, has
+	return v.(*partStats).GroupState(group)
 }
 
 // handOffWaitMax bounds how long the new owner's node holds back polls of

@@ -1,4 +1,4 @@
-package replica
+package partition
 
 import (
 	"bytes"
@@ -14,45 +14,13 @@ import (
 	"github.com/zeebo/xxh3"
 	"go.uber.org/zap"
 
-	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/superblock"
 	"github.com/iggo/iggo/vsr"
 )
 
-// Partition state transfer. In cluster mode every partition checkpoint
-// also lists its segments in "segments-{op:020}" (below), so a peer can
-// ship the partition as it stood at the checkpoint: artifact 1 is the
-// checkpoint file, artifact 2 the segment list, artifact 3+i the first
-// size bytes of segment i's .log (segments are append-only, so that prefix
-// does not change after the checkpoint). Retention deletes segments by a
-// replicated op (172), so every replica drops them at the same op: a
-// transfer of a checkpoint that still lists them then fails on every peer
-// alike, so the op asks vsr for a checkpoint right after it
-// (CheckpointAfter), and the receiver, retrying, gets that newer manifest,
-// which lists only what is left (an idle partition would otherwise never
-// checkpoint again and the receiver would wait for CheckpointInterval more
-// ops). Artifact ids are positions in the list: after a deletion, a prefix
-// staged under an id carries over to whatever segment now has that id,
-// fails the whole-artifact checksum and is fetched again from offset 0.
-// Indexes are not shipped: segment.Open rebuilds a missing index from its
-// log.
-//
-// Segment list file (little-endian): magic "IGGOPSEG" (8), version u32 = 1,
-// segment count u32, then per segment, oldest first: start offset u64,
-// size u64 (.log bytes at the checkpoint), XXH3-128 of those bytes (low
-// half first); then XXH3-128 of everything before it.
-//
-// Checksums of sealed segments are computed once and cached; the active
-// segment is hashed incrementally (each checkpoint reads only what was
-// appended since the previous one, usually still in the page cache).
-//
-// The receiver stages artifacts under {partition}/transfer/artifact-{id},
-// by id across checkpoints (when the peer checkpoints again mid-transfer,
-// vsr continues each staged prefix against the newer manifest; a segment
-// that only grew keeps what was fetched), and installs them: segments, checkpoint files and the old segment list
-// are replaced, the segment log reopened, the state machine restored from
-// the checkpoint and the superblock updated; the journal is reset by vsr.
+// Partition state transfer (doc.go: "State transfer", "Segment list").
 
 const (
 	segListMagic    = "IGGOPSEG"
@@ -87,16 +55,16 @@ func encodeSegList(list []segEntry) []byte {
 
 func decodeSegList(b []byte) ([]segEntry, error) {
 	if len(b) < 32 || !bytes.Equal(b[:8], []byte(segListMagic)) || binary.LittleEndian.Uint32(b[8:]) != 1 {
-		return nil, fmt.Errorf("%w: segment list header", errCheckpoint)
+		return nil, fmt.Errorf("%w: segment list header", ErrCheckpoint)
 	}
 	end := len(b) - 16
 	sum := xxh3.Hash128(b[:end])
 	if binary.LittleEndian.Uint64(b[end:]) != sum.Lo || binary.LittleEndian.Uint64(b[end+8:]) != sum.Hi {
-		return nil, fmt.Errorf("%w: segment list checksum", errCheckpoint)
+		return nil, fmt.Errorf("%w: segment list checksum", ErrCheckpoint)
 	}
 	n := int(binary.LittleEndian.Uint32(b[12:]))
 	if 16+32*n != end {
-		return nil, fmt.Errorf("%w: %d segments in %d bytes", errCheckpoint, n, len(b))
+		return nil, fmt.Errorf("%w: %d segments in %d bytes", ErrCheckpoint, n, len(b))
 	}
 	list := make([]segEntry, n)
 	for i := range list {
@@ -105,7 +73,7 @@ func decodeSegList(b []byte) ([]segEntry, error) {
 		list[i].size = binary.LittleEndian.Uint64(e[8:])
 		copy(list[i].sum[:], e[16:32])
 		if i > 0 && list[i].start <= list[i-1].start {
-			return nil, fmt.Errorf("%w: segments out of order", errCheckpoint)
+			return nil, fmt.Errorf("%w: segments out of order", ErrCheckpoint)
 		}
 	}
 	return list, nil
@@ -125,7 +93,7 @@ type sealedSum struct {
 
 // segmentList hashes the segments as they stand (after the checkpoint's
 // segment sync) and returns the list.
-func (p *partition) segmentList() ([]segEntry, error) {
+func (p *Partition) segmentList() ([]segEntry, error) {
 	segs := p.seg.Segments()
 	if p.sealedSums == nil {
 		p.sealedSums = map[uint64]sealedSum{}
@@ -142,7 +110,7 @@ func (p *partition) segmentList() ([]segEntry, error) {
 		if hs == nil || hs.start != si.StartOffset || hs.hashed > si.Size {
 			hs = &segHashState{start: si.StartOffset, s: vsr.NewChecksumStream()}
 		}
-		if err := hashFileRange(p.sh.fs, si.LogPath, hs, si.Size); err != nil {
+		if err := hashFileRange(p.fs, si.LogPath, hs, si.Size); err != nil {
 			return nil, err
 		}
 		sum := hs.s.Sum()
@@ -171,8 +139,8 @@ func (p *partition) segmentList() ([]segEntry, error) {
 // that carries the checkpoint (about 10 ms per 64 MiB on the test machine).
 // Anything it cannot follow (an append that does not continue the running
 // checksum) it leaves to segmentList, which catches up from the file.
-func (p *partition) followAppend(st segment.Staged, recs [][]byte) {
-	if p.sh.n.replicaCount <= 1 || len(recs) == 0 {
+func (p *Partition) followAppend(st segment.Staged, recs [][]byte) {
+	if !p.cluster || len(recs) == 0 {
 		return
 	}
 	hs := p.segHash
@@ -197,7 +165,7 @@ func (p *partition) followAppend(st segment.Staged, recs [][]byte) {
 
 // sealFollowed keeps the checksum of a segment that an append just left
 // behind (its successor started), when it covers the whole sealed segment.
-func (p *partition) sealFollowed(hs *segHashState) {
+func (p *Partition) sealFollowed(hs *segHashState) {
 	for _, si := range p.seg.Segments() {
 		if si.StartOffset != hs.start {
 			continue
@@ -247,8 +215,8 @@ func transferManifest(m *vsr.Manifest, listBytes []byte, list []segEntry) {
 
 // restoreSegments adds the transfer artifacts of checkpoint op to the
 // manifest restored at boot, when its segment list exists.
-func (p *partition) restoreSegments(op uint64, m *vsr.Manifest) {
-	b, err := vfs.ReadFile(p.sh.fs, filepath.Join(p.dir, segListName(op)))
+func (p *Partition) restoreSegments(op uint64, m *vsr.Manifest) {
+	b, err := vfs.ReadFile(p.fs, filepath.Join(p.dir, segListName(op)))
 	if err != nil {
 		return
 	}
@@ -266,15 +234,17 @@ type servedPartition struct {
 	list []segEntry
 }
 
-func (p *partition) readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
+// ReadArtifact implements the consensus state machine: bytes of an
+// artifact of the checkpoint this replica serves.
+func (p *Partition) ReadArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
 	switch id {
 	case vsr.SessionsArtifact:
 		// The producer table, as embedded in the checkpoint file.
-		b, err := vfs.ReadFile(p.sh.fs, filepath.Join(p.dir, ckptName(ckpt)))
+		b, err := vfs.ReadFile(p.fs, filepath.Join(p.dir, ckptName(ckpt)))
 		if err != nil {
 			return nil, err
 		}
-		c, err := decodePartitionCheckpoint(b)
+		c, err := decodeCheckpoint(b)
 		if err != nil {
 			return nil, err
 		}
@@ -284,25 +254,25 @@ func (p *partition) readArtifact(ckpt uint64, id uint32, off uint64, length uint
 		if id == artSegList {
 			name = segListName(ckpt)
 		}
-		b, err := vfs.ReadFile(p.sh.fs, filepath.Join(p.dir, name))
+		b, err := vfs.ReadFile(p.fs, filepath.Join(p.dir, name))
 		if err != nil {
 			return nil, err
 		}
 		return sliceArtifact(b, off, length)
 	}
 	if p.served.op != ckpt {
-		return nil, fmt.Errorf("%w: partition serves checkpoint %d, not %d", errArtifact, p.served.op, ckpt)
+		return nil, fmt.Errorf("%w: partition serves checkpoint %d, not %d", ErrArtifact, p.served.op, ckpt)
 	}
 	i := int(id) - artSegFirst
 	if i < 0 || i >= len(p.served.list) {
-		return nil, fmt.Errorf("%w: partition has no artifact %d", errArtifact, id)
+		return nil, fmt.Errorf("%w: partition has no artifact %d", ErrArtifact, id)
 	}
 	e := p.served.list[i]
 	if off > e.size || uint64(length) > e.size-off {
-		return nil, fmt.Errorf("%w: %d bytes at %d of a %d-byte segment", errArtifact, length, off, e.size)
+		return nil, fmt.Errorf("%w: %d bytes at %d of a %d-byte segment", ErrArtifact, length, off, e.size)
 	}
 	path := filepath.Join(p.dir, fmt.Sprintf("%020d.log", e.start))
-	f, err := p.sh.fs.OpenFile(path, vfs.O_RDONLY, 0)
+	f, err := p.fs.OpenFile(path, vfs.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -315,31 +285,31 @@ func (p *partition) readArtifact(ckpt uint64, id uint32, off uint64, length uint
 	return nil, fmt.Errorf("replica: reading %s: %d of %d bytes: %w", path, n, length, err)
 }
 
-func (p *partition) stagePath(id uint32) string {
+func (p *Partition) stagePath(id uint32) string {
 	return filepath.Join(p.dir, transferDirName, "artifact-"+strconv.FormatUint(uint64(id), 10))
 }
 
-// writeArtifact stages bytes of artifact id at off. Staging is by id and
+// WriteArtifact implements the consensus state machine: it stages bytes of artifact id at off. Staging is by id and
 // outlives the checkpoint named (vsr carries a staged prefix over when the
 // peer moves on to a newer checkpoint mid-transfer), so the file is cut to
 // off first: it then holds exactly what vsr has verified or will.
-func (p *partition) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
+func (p *Partition) WriteArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
 	p.stagedOp = ckpt
-	if err := vfs.MkdirAllSync(p.sh.fs, filepath.Join(p.dir, transferDirName), 0o755); err != nil {
+	if err := vfs.MkdirAllSync(p.fs, filepath.Join(p.dir, transferDirName), 0o755); err != nil {
 		return err
 	}
 	flags := vfs.O_RDWR | vfs.O_CREATE
 	if off == 0 {
 		flags |= vfs.O_TRUNC
 	}
-	f, err := p.sh.fs.OpenFile(p.stagePath(id), flags, 0o644)
+	f, err := p.fs.OpenFile(p.stagePath(id), flags, 0o644)
 	if err != nil {
 		return err
 	}
 	if off > 0 {
 		size, err := f.Size()
 		if err == nil && uint64(size) < off {
-			err = fmt.Errorf("%w: artifact %d written at %d, %d bytes staged", errArtifact, id, off, size)
+			err = fmt.Errorf("%w: artifact %d written at %d, %d bytes staged", ErrArtifact, id, off, size)
 		}
 		if err == nil && uint64(size) > off {
 			err = f.Truncate(int64(off))
@@ -358,38 +328,40 @@ func (p *partition) writeArtifact(ckpt uint64, id uint32, off uint64, data []byt
 
 // readStaged returns the first size bytes staged for artifact id, size
 // being the manifest's.
-func (p *partition) readStaged(man vsr.Manifest, id uint32) ([]byte, error) {
-	b, err := vfs.ReadFile(p.sh.fs, p.stagePath(id))
+func (p *Partition) readStaged(man vsr.Manifest, id uint32) ([]byte, error) {
+	b, err := vfs.ReadFile(p.fs, p.stagePath(id))
 	if err != nil {
 		return nil, err
 	}
 	for _, a := range man.Artifacts {
 		if a.ID == id {
 			if uint64(len(b)) < a.Size {
-				return nil, fmt.Errorf("%w: artifact %d has %d bytes staged, want %d", errArtifact, id, len(b), a.Size)
+				return nil, fmt.Errorf("%w: artifact %d has %d bytes staged, want %d", ErrArtifact, id, len(b), a.Size)
 			}
 			return b[:a.Size], nil
 		}
 	}
-	return nil, fmt.Errorf("%w: checkpoint %d has no artifact %d", errArtifact, man.Op, id)
+	return nil, fmt.Errorf("%w: checkpoint %d has no artifact %d", ErrArtifact, man.Op, id)
 }
 
-func (p *partition) install(man vsr.Manifest) error {
-	fsys := p.sh.fs
+// Install implements the consensus state machine: it replaces the
+// partition's storage and state with the staged checkpoint man.
+func (p *Partition) Install(man vsr.Manifest) error {
+	fsys := p.fs
 	if p.stagedOp == 0 {
-		return fmt.Errorf("%w: nothing staged for checkpoint %d", errArtifact, man.Op)
+		return fmt.Errorf("%w: nothing staged for checkpoint %d", ErrArtifact, man.Op)
 	}
 	p.stagedOp = 0
 	ckptBytes, err := p.readStaged(man, artCheckpoint)
 	if err != nil {
 		return err
 	}
-	c, err := decodePartitionCheckpoint(ckptBytes)
+	c, err := decodeCheckpoint(ckptBytes)
 	if err != nil {
 		return err
 	}
 	if c.op != man.Op {
-		return fmt.Errorf("%w: transferred checkpoint file holds op %d, not %d", errCheckpoint, c.op, man.Op)
+		return fmt.Errorf("%w: transferred checkpoint file holds op %d, not %d", ErrCheckpoint, c.op, man.Op)
 	}
 	listBytes, err := p.readStaged(man, artSegList)
 	if err != nil {
@@ -399,62 +371,16 @@ func (p *partition) install(man vsr.Manifest) error {
 	if err != nil {
 		return err
 	}
-	for i, e := range list {
-		f, err := fsys.OpenFile(p.stagePath(artSegFirst+uint32(i)), vfs.O_RDWR|vfs.O_CREATE, 0o644)
-		if err != nil {
-			return err
-		}
-		size, serr := f.Size()
-		if serr == nil && uint64(size) < e.size {
-			serr = fmt.Errorf("%w: staged segment %d has %d bytes, want %d", errArtifact, e.start, size, e.size)
-		}
-		if serr == nil && uint64(size) > e.size {
-			// Left under this id by an earlier transfer (an empty segment
-			// gets no write).
-			serr = f.Truncate(int64(e.size))
-		}
-		if serr == nil {
-			serr = f.Datasync()
-		}
-		_ = f.Close()
-		if serr != nil {
-			return serr
-		}
+	if err := p.checkStagedSegments(list); err != nil {
+		return err
 	}
 	// Replace the storage: segments, checkpoint files and segment lists go;
 	// the journal, superblock, view state and incarnation stay.
 	// Ops below the checkpoint applied here are superseded by it; a queued
 	// segment flush finds nothing pending.
-	p.pending = nil
+	p.w.pending = nil
 	_ = p.seg.Close()
-	entries, err := fsys.ReadDir(p.dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		n := e.Name()
-		if strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".index") || strings.HasPrefix(n, partitionCkptPrefix) ||
-			strings.HasPrefix(n, segListPrefix) {
-			if err := fsys.Remove(filepath.Join(p.dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-		}
-	}
-	for i, e := range list {
-		if err := fsys.Rename(p.stagePath(artSegFirst+uint32(i)), filepath.Join(p.dir, fmt.Sprintf("%020d.log", e.start))); err != nil {
-			return err
-		}
-	}
-	if err := writeFileSync(fsys, filepath.Join(p.dir, ckptName(man.Op)), ckptBytes); err != nil {
-		return err
-	}
-	if err := writeFileSync(fsys, filepath.Join(p.dir, segListName(man.Op)), listBytes); err != nil {
-		return err
-	}
-	if err := writePurgeGen(fsys, p.dir, c.purgeGen); err != nil {
-		return err
-	}
-	if err := fsys.SyncDir(p.dir); err != nil {
+	if err := p.replaceStorage(man.Op, list, ckptBytes, listBytes, c.purgeGen); err != nil {
 		return err
 	}
 	_ = fsys.RemoveAll(filepath.Join(p.dir, transferDirName))
@@ -471,22 +397,89 @@ func (p *partition) install(man vsr.Manifest) error {
 	p.applied = man.Op
 	p.diskGen = c.purgeGen
 	p.written = seg.NextOffset()
-	p.unsyncedMsgs, p.unsyncedSize, p.avgRecord, p.unhinted = 0, 0, 0, 0
+	p.w.unsyncedMsgs, p.w.unsyncedSize, p.avgRecord, p.w.unhinted = 0, 0, 0, 0
 	p.sealedSums, p.segHash = nil, nil
 	p.served = servedPartition{op: man.Op, list: list}
-	st := p.g.sb.State()
-	st.CheckpointOp = man.Op
-	st.Commit = max(st.Commit, man.Op)
 	sum := xxh3.Hash128(ckptBytes)
-	st.CheckpointChecksum.Hi, st.CheckpointChecksum.Lo = sum.Hi, sum.Lo
-	st.OffsetFrontier = max(st.OffsetFrontier, c.next)
-	if err := p.g.sb.Write(st); err != nil {
+	if err := p.host.RecordCheckpoint(man.Op, superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}, c.next); err != nil {
 		return err
 	}
 	p.publish()
-	p.sh.n.installs.Add(1)
-	p.sh.n.metrics.StateTransfer(metrics.Partition)
+	p.host.Installed()
 	p.log.Info("partition installed from a peer's checkpoint", zap.Uint64("op", man.Op), zap.Uint64("next_offset", c.next),
 		zap.Int("segments", len(list)))
+	return nil
+}
+
+// sliceArtifact is length bytes of b at off.
+func sliceArtifact(b []byte, off uint64, length uint32) ([]byte, error) {
+	if off > uint64(len(b)) || uint64(length) > uint64(len(b))-off {
+		return nil, fmt.Errorf("%w: %d bytes at %d of a %d-byte artifact", ErrArtifact, length, off, len(b))
+	}
+	return b[off : off+uint64(length)], nil
+}
+
+// checkStagedSegments cuts each staged segment to the size the list
+// names and makes it durable.
+func (p *Partition) checkStagedSegments(list []segEntry) error {
+	for i, e := range list {
+		f, err := p.fs.OpenFile(p.stagePath(artSegFirst+uint32(i)), vfs.O_RDWR|vfs.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		size, serr := f.Size()
+		if serr == nil && uint64(size) < e.size {
+			serr = fmt.Errorf("%w: staged segment %d has %d bytes, want %d", ErrArtifact, e.start, size, e.size)
+		}
+		if serr == nil && uint64(size) > e.size {
+			// Left under this id by an earlier transfer (an empty segment
+			// gets no write).
+			serr = f.Truncate(int64(e.size))
+		}
+		if serr == nil {
+			serr = f.Datasync()
+		}
+		_ = f.Close()
+		if serr != nil {
+			return serr
+		}
+	}
+	return nil
+}
+
+// replaceStorage swaps the staged segments, checkpoint file, segment list
+// and purge generation of checkpoint op in for the partition's own.
+func (p *Partition) replaceStorage(op uint64, list []segEntry, ckptBytes, listBytes []byte, purgeGen uint64) error {
+	fsys := p.fs
+	entries, err := fsys.ReadDir(p.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".index") || strings.HasPrefix(n, ckptPrefix) ||
+			strings.HasPrefix(n, segListPrefix) {
+			if err := fsys.Remove(filepath.Join(p.dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	for i, e := range list {
+		if err := fsys.Rename(p.stagePath(artSegFirst+uint32(i)), filepath.Join(p.dir, fmt.Sprintf("%020d.log", e.start))); err != nil {
+			return err
+		}
+	}
+	if err := writeFileSync(fsys, filepath.Join(p.dir, ckptName(op)), ckptBytes); err != nil {
+		return err
+	}
+	if err := writeFileSync(fsys, filepath.Join(p.dir, segListName(op)), listBytes); err != nil {
+		return err
+	}
+	if err := writePurgeGen(fsys, p.dir, purgeGen); err != nil {
+		return err
+	}
+	if err := fsys.SyncDir(p.dir); err != nil {
+		return err
+	}
 	return nil
 }

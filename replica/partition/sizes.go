@@ -1,4 +1,4 @@
-package replica
+package partition
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"github.com/iggo/iggo/wire"
 )
 
-// Original sizes. With compression at rest a partition's segments hold
+// Original sizes (doc.go). With compression at rest a partition's segments hold
 // fewer bytes than its producers sent; stats report both (the stored size
 // is what retention and max_topic_size count). The original size of a
 // record is its client form's (codec.OriginalSize: the record as a poll
@@ -43,8 +43,8 @@ type segOrig struct {
 }
 
 // openOrigSizes runs right after the segments open, before journal replay.
-func (p *partition) openOrigSizes() error {
-	_, err := p.sh.fs.Stat(filepath.Join(p.dir, compressedMarkerFile))
+func (p *Partition) openOrigSizes() error {
+	_, err := p.fs.Stat(filepath.Join(p.dir, compressedMarkerFile))
 	switch {
 	case err == nil:
 		p.orig.marked = true
@@ -59,12 +59,12 @@ func (p *partition) openOrigSizes() error {
 // markCompressed records, before the first record of the partition
 // whose stored form differs from what was sent reaches its segments, that
 // original sizes must be read.
-func (p *partition) markCompressed(body []byte) {
+func (p *Partition) markCompressed(body []byte) {
 	if p.orig.marked || len(body) < wire.BatchHeaderSize ||
-		!codec.Compressed(body[wire.BatchHeaderSize:]) && !p.sh.n.atRest.sealed() {
+		!codec.Compressed(body[wire.BatchHeaderSize:]) && !p.cfg.Codec.Sealed() {
 		return
 	}
-	if err := writeFileSync(p.sh.fs, filepath.Join(p.dir, compressedMarkerFile), nil); err != nil {
+	if err := writeFileSync(p.fs, filepath.Join(p.dir, compressedMarkerFile), nil); err != nil {
 		panic(fmt.Sprintf("replica: partition %s: writing the compression marker: %v", p.ns, err))
 	}
 	p.orig.marked = true
@@ -72,7 +72,7 @@ func (p *partition) markCompressed(body []byte) {
 
 // noteWritten adds the original sizes of records just appended to the
 // segment starting at seg.
-func (p *partition) noteWritten(seg uint64, recs [][]byte) {
+func (p *Partition) noteWritten(seg uint64, recs [][]byte) {
 	o := &p.orig
 	i := sort.Search(len(o.segs), func(i int) bool { return o.segs[i].start >= seg })
 	if i == len(o.segs) || o.segs[i].start != seg {
@@ -81,7 +81,7 @@ func (p *partition) noteWritten(seg uint64, recs [][]byte) {
 		o.segs[i] = segOrig{start: seg}
 	}
 	for _, r := range recs {
-		n, err := p.sh.n.atRest.stack.OriginalSize(r)
+		n, err := p.originalSize(r)
 		if err != nil {
 			n = uint64(len(r))
 		}
@@ -93,7 +93,7 @@ func (p *partition) noteWritten(seg uint64, recs [][]byte) {
 // reconcileOrig makes the per-segment figures follow the log: segments
 // gone (retention, purge, deletion) drop out, segments not seen yet are
 // totalled (their stored size when the partition is not marked).
-func (p *partition) reconcileOrig() error {
+func (p *Partition) reconcileOrig() error {
 	o := &p.orig
 	infos := p.seg.Segments()
 	same := len(infos) == len(o.segs)
@@ -123,7 +123,7 @@ func (p *partition) reconcileOrig() error {
 }
 
 // segmentOriginal totals the original sizes of a segment's records.
-func (p *partition) segmentOriginal(si segment.SegmentInfo) (uint64, error) {
+func (p *Partition) segmentOriginal(si segment.SegmentInfo) (uint64, error) {
 	if !p.orig.marked || si.NextOffset == si.StartOffset {
 		return uint64(si.Size), nil
 	}
@@ -148,7 +148,7 @@ func (p *partition) segmentOriginal(si segment.SegmentInfo) (uint64, error) {
 				return 0, fmt.Errorf("replica: partition %s: segment %d: record header: %v", p.ns, si.StartOffset, err)
 			}
 			if h.BaseOffset < si.NextOffset {
-				n, err := p.sh.n.atRest.stack.OriginalSize(rest[:h.BatchLength])
+				n, err := p.originalSize(rest[:h.BatchLength])
 				if err != nil {
 					n = h.BatchLength
 				}
@@ -159,4 +159,13 @@ func (p *partition) segmentOriginal(si segment.SegmentInfo) (uint64, error) {
 		next = res.NextOffset
 	}
 	return total, nil
+}
+
+// originalSize is a record's client-form size (its stored size without a
+// codec).
+func (p *Partition) originalSize(rec []byte) (uint64, error) {
+	if p.cfg.Codec == nil {
+		return uint64(len(rec)), nil
+	}
+	return p.cfg.Codec.OriginalSize(rec)
 }
