@@ -233,7 +233,7 @@ func (n *Node) MetricsSnapshot(s *metrics.Snapshot) {
 	if n.rt != nil {
 		for _, st := range n.rt.Stats() {
 			s.Shards = append(s.Shards, metrics.ShardStat{Shard: st.Shard, Queued: st.Queued,
-				Accepted: st.Accepted, Processed: st.Processed, Refused: st.Refused,
+				Processed: st.Processed, Refused: st.Refused,
 				Stopped: st.RefusedStopped, Iterations: st.Iterations, MaxBatch: st.MaxBatch})
 		}
 	}
