@@ -21,8 +21,8 @@ import (
 
 // The HTTP API (package httpapi) runs on shard 0's behalf and reaches the
 // node only through httpBackend: local sessions on the connection-serving
-// path (local.go), the binary login's credential checks, the published
-// metadata view, health and metrics.
+// path (local_session.go), the binary login's credential checks, the
+// published metadata view, health and metrics.
 
 type httpBackend struct{ n *Node }
 
