@@ -36,9 +36,9 @@
 //   - HTTP. The HTTP API (package httpapi, http.go) runs on shard 0's
 //     behalf on net/http's goroutines. It serves nothing itself: each route
 //     runs the binary command on a local session (local_session.go), a
-//     conn whose socket is a reply capture, through conn.handle — the same decode,
-//     admission, permission checks, forwarding and inbox hand-offs as a
-//     socket's frames. A session registers a VSR client session (the
+//     conn whose socket is a reply capture, through conn.handle — the same
+//     decode, admission, permission checks, forwarding and inbox hand-offs
+//     as a socket's frames. A session registers a VSR client session (the
 //     Register a binary login commits) at its first write; reads need none.
 //   - Shard loop iteration. Handle takes what one wake-up brought (tasks and
 //     coalesced ticks), submits requests to the replicas, then drives every
