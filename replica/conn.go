@@ -77,7 +77,7 @@ type conn struct {
 
 	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
 	// grouped: a consumer-group join was submitted on this connection, so
-	// the node's consumer session reports name its client (sessions.go).
+	// the node's consumer session reports name its client (consumer_group_sessions.go).
 	grouped atomic.Bool
 	ended   atomic.Bool
 	// busy is set while a request is served; revokedSession once the session's

@@ -28,7 +28,7 @@ import (
 //     seen alive again).
 //   - Silence: the metadata primary expires the members a node's consumer
 //     session reports have not named for consumer_group.session_timeout,
-//     a silent node's all at once (sessions.go). Whichever of gossip and
+//     a silent node's all at once (consumer_group_sessions.go). Whichever of gossip and
 //     the reports acts first removes the members; the other's op then
 //     finds none.
 //

@@ -191,7 +191,7 @@
 // (EvictNodeMembers, package metadata). Every node also sends the primary
 // a consumer session report each consumer_group.heartbeat_interval; the
 // primary expires the members no report named for
-// consumer_group.session_timeout (sessions.go; EvictNodeMembers for a
+// consumer_group.session_timeout (consumer_group_sessions.go; EvictNodeMembers for a
 // silent node, ExpireMembers for members a reporting node dropped).
 //
 // Roles: the owning shard publishes each group's view, status and primary

@@ -175,7 +175,7 @@ type Node struct {
 	quicBound string
 
 	clients clientRegistry
-	// sessions: the consumer session reports (sessions.go).
+	// sessions: the consumer session reports (consumer_group_sessions.go).
 	sessions sessionTracker
 	audit    *audit.Log
 	// waits parks polls that wait for messages (long_poll.*; conn_wait.go).

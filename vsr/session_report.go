@@ -5,7 +5,7 @@ import "bytes"
 // Consumer session reports. Every node of a cluster tells the metadata
 // primary, every consumer_group.heartbeat_interval, which consumer-group
 // clients it serves; the primary expires the members it is not told about
-// for consumer_group.session_timeout (package replica, sessions.go). Like
+// for consumer_group.session_timeout (package replica, consumer_group_sessions.go). Like
 // Forward, a SessionReport reuses the frame format, its checksums and the
 // replica plane's authenticated links; the replica never sends or
 // consumes it.

@@ -50,7 +50,7 @@ import (
 // reports: its members' connections are all local, and the restart rule
 // removes the members of its earlier runs.
 //
-// Gossip stays the other signal (evict.go): a node gossip reports dead or
+// Gossip stays the other signal (consumer_group_evict.go): a node gossip reports dead or
 // left for cluster.member_eviction_timeout loses its members even if that
 // comes before session_timeout.
 
