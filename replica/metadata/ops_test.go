@@ -199,6 +199,7 @@ func FuzzDecodeOp(f *testing.F) {
 		}
 	}
 	f.Add(mustEncodeF(f, bootstrapStep().meta, bootstrapStep().cmd))
+	f.Add(mustEncodeF(f, Meta{System: true}, ExpireMembers{Node: 1, Boot: 2, Clients: []ClientID{cl(1), cl(2)}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, cmd, err := DecodeOp(b)
 		if err != nil {
