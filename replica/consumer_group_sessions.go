@@ -134,11 +134,7 @@ func (n *Node) sendSessionReport(seq uint64) {
 		return
 	}
 	per := min(sessionReportChunk, vsr.SessionReportMaxClients(n.maxFrame))
-	chunks := max(1, (len(ids)+per-1)/per)
-	s := n.sender(vsr.MetadataGroup)
-	for i := range chunks {
-		part := ids[min(i*per, len(ids)):min((i+1)*per, len(ids))]
-		m := vsr.EncodeSessionReport(s, vsr.SessionReport{Sequence: seq, Chunk: uint16(i), Chunks: uint16(chunks), Clients: part})
+	for _, m := range sessionReportFrames(n.sender(vsr.MetadataGroup), seq, ids, per) {
 		if err := n.plane.Send(lead.primary, m); err != nil {
 			// The next report comes within heartbeat_interval; only a
 			// session_timeout of silence expires anything.
@@ -147,6 +143,18 @@ func (n *Node) sendSessionReport(seq uint64) {
 		}
 	}
 	n.sessions.sent(time.Now())
+}
+
+// sessionReportFrames cuts report seq into frames of at most per client
+// ids (one empty frame when there are none).
+func sessionReportFrames(s vsr.Sender, seq uint64, ids []vsr.Checksum, per int) []vsr.Message {
+	chunks := max(1, (len(ids)+per-1)/per)
+	out := make([]vsr.Message, 0, chunks)
+	for i := range chunks {
+		part := ids[min(i*per, len(ids)):min((i+1)*per, len(ids))]
+		out = append(out, vsr.EncodeSessionReport(s, vsr.SessionReport{Sequence: seq, Chunk: uint16(i), Chunks: uint16(chunks), Clients: part}))
+	}
+	return out
 }
 
 // onSessionReport takes a report frame from a peer (replica-plane reader

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/iggo/iggo/client"
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/vsr/vsrtest"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -116,6 +119,39 @@ func TestSessionTrackerExpiry(t *testing.T) {
 	}
 	// Members of an unknown node (not in the roster) are nobody's to expire.
 	none(200*time.Second, poll(200*time.Second, next, []metadata.NodeMember{{Node: 7, Boot: 1, Client: c(5)}}))
+}
+
+// TestSessionReportFrames: a report is cut into frames of at most the
+// chunk size, numbered, each decodable, together naming every client once;
+// no clients is one empty frame.
+func TestSessionReportFrames(t *testing.T) {
+	s := vsr.Sender{Group: vsr.MetadataGroup, Replica: 1, ReplicaCount: 3, Incarnation: 42}
+	var ids []vsr.Checksum
+	for i := range 10 {
+		ids = append(ids, vsr.Checksum{byte(i + 1)})
+	}
+	frames := sessionReportFrames(s, 7, ids, 4)
+	if len(frames) != 3 {
+		t.Fatalf("%d frames, want 3", len(frames))
+	}
+	var got []vsr.Checksum
+	for i, m := range frames {
+		d, err := vsr.Decode(vsrtest.Encode(m), 1<<20)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		r := vsr.DecodedSessionReport(d)
+		if r.Sequence != 7 || r.Chunk != uint16(i) || r.Chunks != 3 || len(r.Clients) > 4 || d.Header.Incarnation() != 42 {
+			t.Fatalf("frame %d: %+v", i, r)
+		}
+		got = append(got, r.Clients...)
+	}
+	if !slices.Equal(got, ids) {
+		t.Fatalf("clients %v, want %v", got, ids)
+	}
+	if frames := sessionReportFrames(s, 8, nil, 4); len(frames) != 1 || len(vsr.DecodedSessionReport(frames[0]).Clients) != 0 {
+		t.Fatalf("an empty report: %d frames", len(frames))
+	}
 }
 
 // sessionCluster starts a 3-node cluster with short consumer sessions and
