@@ -148,9 +148,6 @@ func newShardLoop(n *Node, id int, fsys vfs.ShardFS) *shardLoop {
 // Handle implements shard.Handler: everything one wake-up brought, then the
 // consensus work it caused, then one group commit, then the replies.
 func (sh *shardLoop) Handle(it *shard.Iteration[*task]) {
-	for _, t := range it.Replies {
-		sh.dispatch(t)
-	}
 	for _, t := range it.Messages {
 		sh.dispatch(t)
 	}
@@ -161,15 +158,10 @@ func (sh *shardLoop) Handle(it *shard.Iteration[*task]) {
 	sh.flushOutbox()
 }
 
-// EndIteration implements shard.Handler. The node does its own group
-// commit inside Handle (journals and segments through one vfs.Batch), so
-// nothing is registered with the runtime's.
-func (sh *shardLoop) EndIteration(*shard.Iteration[*task]) {}
-
 // Close implements shard.Handler: leftover requests are answered, files
 // closed.
 func (sh *shardLoop) Close(left shard.Leftover[*task]) {
-	for _, t := range append(left.Messages, left.Replies...) {
+	for _, t := range left.Messages {
 		if t.kind == tkConn {
 			t.conn.abort()
 			continue

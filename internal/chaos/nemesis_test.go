@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/iggo/iggo/tests/chaos/schedule"
+	"github.com/iggo/iggo/internal/chaos/schedule"
 )
 
 // TestDestructiveFaultWaitsForRefill: a destructive fault on one node waits

@@ -11,7 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/iggo/iggo/tests/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/history"
 )
 
 func checkLiveness(r *Result, meta history.Meta, ops []history.Op, notes []history.Event) {

@@ -18,10 +18,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/iggo/iggo/tests/chaos/check"
-	"github.com/iggo/iggo/tests/chaos/history"
-	"github.com/iggo/iggo/tests/chaos/schedule"
-	"github.com/iggo/iggo/tests/chaos/workload"
+	"github.com/iggo/iggo/internal/chaos/check"
+	"github.com/iggo/iggo/internal/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/schedule"
+	"github.com/iggo/iggo/internal/chaos/workload"
 )
 
 // Summary is the outcome of one run.

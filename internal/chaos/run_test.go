@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggo/iggo/internal/chaos/check"
+	"github.com/iggo/iggo/internal/chaos/fakenode"
+	"github.com/iggo/iggo/internal/chaos/fault"
+	"github.com/iggo/iggo/internal/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/schedule"
 	"github.com/iggo/iggo/replica/config"
-	"github.com/iggo/iggo/tests/chaos/check"
-	"github.com/iggo/iggo/tests/chaos/fakenode"
-	"github.com/iggo/iggo/tests/chaos/fault"
-	"github.com/iggo/iggo/tests/chaos/history"
-	"github.com/iggo/iggo/tests/chaos/schedule"
 )
 
 // fakeOptions is a short single-node run against the fake node with faults

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/iggo/iggo/tests/chaos/schedule"
+	"github.com/iggo/iggo/internal/chaos/schedule"
 )
 
 // Network choices.

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/iggo/iggo/tests/chaos/fault"
-	"github.com/iggo/iggo/tests/chaos/history"
-	"github.com/iggo/iggo/tests/chaos/schedule"
+	"github.com/iggo/iggo/internal/chaos/fault"
+	"github.com/iggo/iggo/internal/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/schedule"
 )
 
 // nemesis applies a schedule to a cluster and records every action. It

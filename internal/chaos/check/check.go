@@ -67,7 +67,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/iggo/iggo/tests/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/history"
 )
 
 // Check names.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iggo/iggo/tests/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/history"
 )
 
 // builder writes events with explicit, strictly increasing times (one ns

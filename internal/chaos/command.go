@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/iggo/iggo/tests/chaos/fakenode"
-	"github.com/iggo/iggo/tests/chaos/schedule"
+	"github.com/iggo/iggo/internal/chaos/fakenode"
+	"github.com/iggo/iggo/internal/chaos/schedule"
 )
 
 // Command returns the `chaos` command: `chaos run` runs one or more

@@ -40,7 +40,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/client"
-	"github.com/iggo/iggo/tests/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/history"
 	"github.com/iggo/iggo/wire"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/iggo/iggo/tests/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/history"
 )
 
 type loc struct {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/iggo/iggo/client"
-	"github.com/iggo/iggo/tests/chaos/fakenode"
-	"github.com/iggo/iggo/tests/chaos/fault"
+	"github.com/iggo/iggo/internal/chaos/fakenode"
+	"github.com/iggo/iggo/internal/chaos/fault"
 )
 
 // FakeNodeEnv set to "1" makes any binary that links this package run the

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/iggo/iggo/tests/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/history"
 )
 
 // benchHistory is a valid history of sends batches spread over parts

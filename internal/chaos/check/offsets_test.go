@@ -3,7 +3,7 @@ package check
 import (
 	"testing"
 
-	"github.com/iggo/iggo/tests/chaos/history"
+	"github.com/iggo/iggo/internal/chaos/history"
 	"github.com/iggo/iggo/wire"
 )
 
