@@ -81,10 +81,12 @@ func (n *Node) startSessionReports() {
 	var view *metadata.State
 	var members []metadata.NodeMember
 	n.every(sessionPoll(g.SessionTimeout.Duration), func() {
-		if v := n.store.View(); v != view {
+		lead := n.metadataLeadership()
+		if v := n.store.View(); v != view && lead.known && lead.primary == uint8(n.opts.ReplicaID) {
+			// Only the primary walks the groups, once per new view.
 			view, members = v, v.NodeMembers()
 		}
-		for _, c := range n.sessions.poll(time.Now(), n.metadataLeadership(), roster, members) {
+		for _, c := range n.sessions.poll(time.Now(), lead, roster, members) {
 			n.submitSystem(c)
 		}
 	})
@@ -92,8 +94,8 @@ func (n *Node) startSessionReports() {
 
 // reportedClients gathers the client ids this node's session report names:
 // bound connections marked as (joining) consumer-group members, in
-// ascending byte order, distinct, at most max.
-func (n *Node) reportedClients(max int) (ids []vsr.Checksum, dropped int) {
+// ascending byte order, distinct, at most limit.
+func (n *Node) reportedClients(limit int) (ids []vsr.Checksum, dropped int) {
 	for _, c := range n.clients.list() {
 		if !c.grouped.Load() {
 			continue
@@ -107,9 +109,9 @@ func (n *Node) reportedClients(max int) (ids []vsr.Checksum, dropped int) {
 	}
 	slices.SortFunc(ids, func(a, b vsr.Checksum) int { return bytes.Compare(a[:], b[:]) })
 	ids = slices.Compact(ids)
-	if len(ids) > max {
-		dropped = len(ids) - max
-		ids = ids[:max]
+	if len(ids) > limit {
+		dropped = len(ids) - limit
+		ids = ids[:limit]
 	}
 	return ids, dropped
 }
