@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/replica/codec"
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/longpoll"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/segment"
@@ -104,7 +105,7 @@ type partition struct {
 	dir      string
 	log      *zap.Logger
 
-	g   *group
+	g   *consensus.Group
 	seg *segment.Log
 
 	msgDurability    metadata.Durability
@@ -275,13 +276,11 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
 		return nil, err
 	}
 	cfg := sh.n.partitionVSRConfig(uint64(ns), spec.config)
-	g, err := sh.openGroup(groupSpec{
-		id: uint64(ns), name: ns.String(), dir: dir, cfg: cfg, sm: p,
-		partOpts:    sh.n.partitionJournalOptions(cfg),
-		cluster:     sh.n.cluster,
-		incarnation: sh.n.incarnation,
-		restore:     p.restore,
-		rejoin:      spec.rejoin,
+	g, err := sh.openGroup(consensus.Spec{
+		ID: uint64(ns), Name: ns.String(), Dir: dir, Config: cfg, SM: p,
+		PartOpts: sh.n.partitionJournalOptions(cfg),
+		Restore:  p.restore,
+		Rejoin:   spec.rejoin,
 	})
 	if err != nil {
 		_ = seg.Close()
@@ -291,16 +290,16 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*partition, error) {
 	// The restored checkpoint says where offsets stood; the segments must
 	// hold at least that much, or acknowledged messages below the
 	// checkpoint are gone and their offsets could be minted again.
-	if sbf := g.sb.State().OffsetFrontier; seg.NextOffset() < sbf {
-		g.closeFiles()
+	if sbf := g.Superblock().OffsetFrontier; seg.NextOffset() < sbf {
+		g.CloseFiles()
 		_ = seg.Close()
 		return nil, fmt.Errorf("replica: partition %s: segments end at offset %d below the checkpointed frontier %d: refusing to reuse offsets: %w",
 			ns, seg.NextOffset(), sbf, errStorageFrontier)
 	}
-	sh.groups[g.id] = g
+	sh.groups[g.ID()] = g
 	sh.parts[ns] = p
 	sh.drive()
-	p.g.bootBodies = nil
+	p.g.EndBoot()
 	p.feed = sh.n.waits.Open(uint64(ns), spec.revision)
 	p.publish()
 	return p, nil
@@ -341,16 +340,16 @@ func (p *partition) applyConfig(c metadata.TopicConfig) {
 	p.flushBytes = c.SizeOfMessagesRequiredToSave
 }
 
-// syncAppend implements groupSM: sends follow the topic's durability,
+// SyncAppend implements consensus.StateMachine: sends follow the topic's durability,
 // offset operations its consumer_offset_durability.
-func (p *partition) syncAppend(h *vsr.Header) bool {
+func (p *partition) SyncAppend(h *vsr.Header) bool {
 	if h.Operation() == opSend {
 		return p.msgDurability == metadata.DurabilityPersisted
 	}
 	return p.offsetDurability == metadata.DurabilityPersisted
 }
 
-func (p *partition) appliedOp() uint64 { return p.applied }
+func (p *partition) AppliedOp() uint64 { return p.applied }
 
 // Apply implements vsr.StateMachine.
 func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
@@ -426,12 +425,12 @@ func (p *partition) Apply(h *vsr.Header, body []byte) []byte {
 			panic(fmt.Sprintf("replica: partition %s op %d: delete-segments body of %d bytes", p.ns, h.Op(), len(body)))
 		}
 		_, err := p.deleteSealedThrough(binary.LittleEndian.Uint64(body))
-		if l := p.served.list; len(l) > 0 && l[0].start < p.seg.FirstOffset() && p.g != nil && p.g.r != nil {
+		if l := p.served.list; len(l) > 0 && l[0].start < p.seg.FirstOffset() && p.g != nil && p.g.Replica() != nil {
 			// The checkpoint peers fetch by state transfer lists segments
 			// that are gone now (on every replica alike): checkpoint after
 			// this op instead of waiting for CheckpointInterval more ops,
 			// which an idle partition may never see.
-			p.g.r.CheckpointAfter(h.Op())
+			p.g.Replica().CheckpointAfter(h.Op())
 		}
 		if err != nil {
 			p.log.Error("delete segments failed", zap.Uint64("op", h.Op()), zap.Error(err))
@@ -756,7 +755,7 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 	return c, nil
 }
 
-// checkpoint implements groupSM. It runs inside the loop iteration that
+// Checkpoint implements consensus.StateMachine. It runs inside the loop iteration that
 // carries the checkpoint, so every wait here delays the acks of that
 // iteration: the segments' fdatasyncs, the checkpoint file, the segment
 // list (cluster mode) and the directory sync go to the device in one
@@ -764,7 +763,7 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 // the superblock name the checkpoint, so a crash before that leaves the
 // previous checkpoint in force and the new files unreferenced (removed once
 // a later checkpoint is durable).
-func (p *partition) checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
+func (p *partition) Checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
 	p.flushSegments()
 	var list []segEntry
 	files := []newFile{{path: filepath.Join(p.dir, ckptName(op)), data: p.encodeCheckpoint(op, table)}}
@@ -800,12 +799,7 @@ func (p *partition) checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
 	p.unsyncedMsgs, p.unsyncedSize = 0, 0
 	data := files[0].data
 	sum := xxh3.Hash128(data)
-	st := p.g.sb.State()
-	st.CheckpointOp = op
-	st.Commit = max(st.Commit, op)
-	st.CheckpointChecksum = superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}
-	st.OffsetFrontier = max(st.OffsetFrontier, p.next)
-	if err := p.g.sb.Write(st); err != nil {
+	if err := p.g.WriteCheckpoint(op, superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}, p.next); err != nil {
 		return vsr.Manifest{}, err
 	}
 	m := vsr.Manifest{Artifacts: checkpointArtifacts(table, data, sum)}
@@ -874,8 +868,8 @@ func planFailure(err error, plan segment.SyncPlan) error {
 	return nil
 }
 
-// checkpointDurable implements groupSM: older checkpoint files go.
-func (p *partition) checkpointDurable(op uint64) {
+// CheckpointDurable implements consensus.StateMachine: older checkpoint files go.
+func (p *partition) CheckpointDurable(op uint64) {
 	entries, err := p.sh.fs.ReadDir(p.dir)
 	if err != nil {
 		return
@@ -994,7 +988,7 @@ func (p *partition) handle(t *task) {
 			// connection's buffers.
 			body = bytes.Clone(body)
 		}
-		p.g.submit(t, vsr.Request{Client: t.producer, Session: t.pSession, Request: t.pRequest,
+		p.g.Submit(t, vsr.Request{Client: t.producer, Session: t.pSession, Request: t.pRequest,
 			Operation: opSend, User: t.user, WallClock: nowMicros(), Body: body})
 	case tkStoreOffset:
 		if p.visibleNext() == 0 || t.offset > p.current() {
@@ -1002,7 +996,7 @@ func (p *partition) handle(t *task) {
 			p.sh.deliverTask(t)
 			return
 		}
-		p.g.submit(t, vsr.Request{Operation: opStoreOffset, User: t.user, WallClock: nowMicros(),
+		p.g.Submit(t, vsr.Request{Operation: opStoreOffset, User: t.user, WallClock: nowMicros(),
 			Body: p.encodeOffsetOp(t.key, t.offset, false)})
 	case tkDeleteOffset:
 		if _, ok := p.offsets[t.key]; !ok {
@@ -1013,7 +1007,7 @@ func (p *partition) handle(t *task) {
 		body := make([]byte, deleteOffsetOpSize)
 		body[0] = t.key.kind
 		binary.LittleEndian.PutUint32(body[1:], t.key.id)
-		p.g.submit(t, vsr.Request{Operation: opDeleteOffset, User: t.user, WallClock: nowMicros(), Body: body})
+		p.g.Submit(t, vsr.Request{Operation: opDeleteOffset, User: t.user, WallClock: nowMicros(), Body: body})
 	case tkGetOffset:
 		t.poll.current = p.current()
 		v, ok := p.offsets[t.key]
@@ -1037,7 +1031,7 @@ func (p *partition) handle(t *task) {
 				p.sh.deliverTask(t)
 				return
 			}
-			p.g.submit(t, vsr.Request{Operation: opStoreOffset, User: t.user, WallClock: nowMicros(),
+			p.g.Submit(t, vsr.Request{Operation: opStoreOffset, User: t.user, WallClock: nowMicros(),
 				Body: p.encodeOffsetOp(t.key, last, true)})
 			return
 		}
@@ -1046,7 +1040,7 @@ func (p *partition) handle(t *task) {
 		if p.sh.n.replicaCount > 1 {
 			// Every replica deletes the same segments: the op names the
 			// first offset to keep, so replaying it deletes nothing more.
-			p.g.submit(t, vsr.Request{Operation: opDeleteSegments, User: t.user, WallClock: nowMicros(),
+			p.g.Submit(t, vsr.Request{Operation: opDeleteSegments, User: t.user, WallClock: nowMicros(),
 				Body: u64Bytes(p.keepFrom(int(t.count)))})
 			return
 		}
@@ -1419,10 +1413,10 @@ func (p *partition) clean(t *metadata.Topic, now uint64) {
 // deletion (see Retention above); backups leave it to the primary.
 func (p *partition) proposeRetention(t *metadata.Topic, now uint64) {
 	g := p.g
-	if g == nil || g.r == nil || g.closed || g.failed != nil {
+	if g == nil || g.Replica() == nil || g.Closed() || g.Failed() != nil {
 		return
 	}
-	if info := g.r.Info(); !info.IsPrimary || info.Status != "normal" {
+	if info := g.Replica().Info(); !info.IsPrimary || info.Status != "normal" {
 		return
 	}
 	p.flushSegments()
@@ -1434,7 +1428,7 @@ func (p *partition) proposeRetention(t *metadata.Topic, now uint64) {
 	p.retaining = keep
 	p.log.Info("retention proposes deleting segments", zap.Uint64("keep_from", keep),
 		zap.Int("expired", expired), zap.Int("over_size", oversize))
-	g.submit(&task{kind: tkClean, onDone: func(d *task) {
+	g.Submit(&task{kind: tkClean, onDone: func(d *task) {
 		if p.retaining == keep {
 			p.retaining = 0
 		}
@@ -1451,8 +1445,8 @@ func (p *partition) proposeRetention(t *metadata.Topic, now uint64) {
 // close releases the partition's files.
 func (p *partition) close() {
 	p.feed.Close()
-	if p.g != nil && !p.g.closed {
-		p.g.drop(uint32(wire.CodePartitionNotFound))
+	if p.g != nil && !p.g.Closed() {
+		p.g.Drop(uint32(wire.CodePartitionNotFound))
 	}
 	if p.seg != nil {
 		p.flushPendingOnClose()
@@ -1482,6 +1476,6 @@ func vsrChecksum(u xxh3.Uint128) vsr.Checksum {
 // group applies once per generation).
 func (p *partition) submitPurge(gen uint64) {
 	p.purgeWanted = max(p.purgeWanted, gen)
-	p.g.submit(&task{kind: tkPartPurge, onDone: func(*task) {}},
+	p.g.Submit(&task{kind: tkPartPurge, onDone: func(*task) {}},
 		vsr.Request{Operation: opPurgePartition, WallClock: nowMicros(), Body: u64Bytes(gen)})
 }

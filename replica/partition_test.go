@@ -457,11 +457,11 @@ func TestPartitionStagingCarriesOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(p.writeArtifact(64, artSegFirst, 0, []byte("abcdef")))
-	must(p.writeArtifact(128, artSegFirst, 6, []byte("gh"))) // the newer checkpoint continues it
-	must(p.writeArtifact(128, artSegFirst+1, 0, []byte("0123456789")))
-	must(p.writeArtifact(192, artSegFirst+1, 4, []byte("xy"))) // staged beyond 4 is cut
-	if err := p.writeArtifact(192, artSegFirst, 20, []byte("z")); err == nil {
+	must(p.WriteArtifact(64, artSegFirst, 0, []byte("abcdef")))
+	must(p.WriteArtifact(128, artSegFirst, 6, []byte("gh"))) // the newer checkpoint continues it
+	must(p.WriteArtifact(128, artSegFirst+1, 0, []byte("0123456789")))
+	must(p.WriteArtifact(192, artSegFirst+1, 4, []byte("xy"))) // staged beyond 4 is cut
+	if err := p.WriteArtifact(192, artSegFirst, 20, []byte("z")); err == nil {
 		t.Fatal("a write past the staged end was accepted")
 	}
 	man := vsr.Manifest{Op: 192, Artifacts: []vsr.Artifact{{ID: artSegFirst, Size: 8}, {ID: artSegFirst + 1, Size: 6}}}
@@ -536,7 +536,7 @@ func TestPartitionRetentionOp(t *testing.T) {
 	submit := func(keep uint64) uint32 {
 		t.Helper()
 		var code uint32 = math.MaxUint32
-		p.g.submit(&task{kind: tkClean, onDone: func(d *task) {
+		p.g.Submit(&task{kind: tkClean, onDone: func(d *task) {
 			if d.status == 0 && d.vstatus == vsr.StatusOK && len(d.reply) == 4 {
 				code = binary.LittleEndian.Uint32(d.reply)
 			}

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/segment"
@@ -40,7 +41,7 @@ const (
 // wireCodeUnavailable answers requests to a group that stopped after a
 // storage failure: retryable for the client, which may reach a restarted
 // node.
-const wireCodeUnavailable = uint32(vsr.StatusTransientNotAccepted)
+const wireCodeUnavailable = consensus.CodeUnavailable
 
 // task is one unit of work for a shard loop. A connection owns one task and
 // reuses it for every request it forwards (it waits for the answer before
@@ -95,6 +96,14 @@ type task struct {
 
 func (t *task) failStatus(code uint32) { t.status = code }
 
+// SetCode implements consensus.Waiter.
+func (t *task) SetCode(code uint32) { t.status = code }
+
+// SetReply implements consensus.Waiter.
+func (t *task) SetReply(rp vsr.Reply) {
+	t.vstatus, t.evict, t.op, t.reply = rp.Status, rp.Eviction, rp.Op, rp.Body
+}
+
 func (t *task) resetResult() {
 	t.status, t.vstatus, t.evict, t.op, t.reply = 0, 0, 0, 0, nil
 	t.poll.count, t.poll.parts, t.poll.found = 0, t.poll.parts[:0], false
@@ -111,20 +120,19 @@ type shardLoop struct {
 	fs  vfs.ShardFS
 	log *zap.Logger
 
-	groups map[uint64]*group
+	groups map[uint64]*consensus.Group
 	parts  map[shard.Namespace]*partition
 	meta   *metaSM
 
-	dirty      []*group
-	syncGroups []*group
-	segQueue   []*partition
-	segSyncs   []*partition
-	segHints   []*partition
-	batch      vfs.Batch
-	deliver    []*task
-	callbacks  []*task
-	outbox     []outTask
-	stamps     stampPool
+	drv       *consensus.Driver
+	segQueue  []*partition
+	segSyncs  []*partition
+	segHints  []*partition
+	batch     vfs.Batch
+	deliver   []*task
+	callbacks []*task
+	outbox    []outTask
+	stamps    stampPool
 
 	// writebackBytes is partition.segment_writeback_bytes: segment bytes
 	// between writeback hints, 0 for none.
@@ -144,10 +152,12 @@ type outTask struct {
 
 func newShardLoop(n *Node, id int, fsys vfs.ShardFS) *shardLoop {
 	mp := n.cfg.MemoryPool
-	return &shardLoop{n: n, id: id, fs: fsys, log: n.log.Named("shard").With(zap.Int("shard", id)),
-		groups: map[uint64]*group{}, parts: map[shard.Namespace]*partition{},
+	sh := &shardLoop{n: n, id: id, fs: fsys, log: n.log.Named("shard").With(zap.Int("shard", id)),
+		groups: map[uint64]*consensus.Group{}, parts: map[shard.Namespace]*partition{},
 		stamps:         newStampPool(mp.Enabled, int64(mp.Size), mp.BucketCapacity, max(len(n.shards), 1)),
 		writebackBytes: n.cfg.Partition.SegmentWritebackBytes.Bytes()}
+	sh.drv = consensus.NewDriver(fsys, n.metrics, sh)
+	return sh
 }
 
 // Handle implements shard.Handler: everything one wake-up brought, then the
@@ -201,12 +211,12 @@ func (sh *shardLoop) closeAll() {
 		p.close()
 	}
 	for _, g := range sh.groups {
-		if !g.closed {
-			g.drop(wireCodeUnavailable)
+		if !g.Closed() {
+			g.Drop(wireCodeUnavailable)
 		}
 	}
 	sh.parts = map[shard.Namespace]*partition{}
-	sh.groups = map[uint64]*group{}
+	sh.groups = map[uint64]*consensus.Group{}
 	for _, t := range sh.deliver {
 		if t.done != nil {
 			t.done <- struct{}{}
@@ -226,21 +236,21 @@ func (sh *shardLoop) Pending() int {
 	return n
 }
 
-func (sh *shardLoop) markDirty(g *group) {
-	if !g.dirty {
-		g.dirty = true
-		sh.dirty = append(sh.dirty, g)
-	}
-}
+// MarkDirty implements consensus.Host.
+func (sh *shardLoop) MarkDirty(g *consensus.Group) { sh.drv.MarkDirty(g) }
 
-func (sh *shardLoop) needSync(g *group) {
-	for _, x := range sh.syncGroups {
-		if x == g {
-			return
-		}
-	}
-	sh.syncGroups = append(sh.syncGroups, g)
-}
+// NeedSync implements consensus.Host.
+func (sh *shardLoop) NeedSync(g *consensus.Group) { sh.drv.NeedSync(g) }
+
+// Send implements consensus.Host: a message of g's Ready goes to the
+// node's transport.
+func (sh *shardLoop) Send(g *consensus.Group, e vsr.Envelope) { sh.n.transport.Send(g.ID(), e) }
+
+// SendPeer implements consensus.Host (forwarded requests).
+func (sh *shardLoop) SendPeer(to uint8, m vsr.Message) error { return sh.n.plane.Send(to, m) }
+
+// Deliver implements consensus.Host: w is always a task.
+func (sh *shardLoop) Deliver(w consensus.Waiter) { sh.deliverTask(w.(*task)) }
 
 // deliverTask records a finished task; answers go out after the iteration's
 // storage work (a send's reply must not release the connection's buffer
@@ -277,85 +287,43 @@ func (sh *shardLoop) settle() {
 
 // drive runs every dirty group's Ready until all are quiet, with one group
 // commit (fdatasync per journal file) per pass and the segment writes the
-// applied ops produced.
-func (sh *shardLoop) drive() {
-	for {
-		progress := false
-		for len(sh.dirty) > 0 {
-			list := sh.dirty
-			sh.dirty = nil
-			for _, g := range list {
-				g.dirty = false
-				if g.failed != nil || g.closed {
-					continue
-				}
-				for g.r.HasReady() {
-					progress = true
-					g.process(g.r.Ready())
-					if g.failed != nil {
-						break
-					}
-				}
-				if g.commitNow && g.failed == nil {
-					g.commitNow = false
-					g.r.CommitNow()
-					for g.r.HasReady() && g.failed == nil {
-						progress = true
-						g.process(g.r.Ready())
-					}
-				}
-				g.publishRole()
-				if len(g.held) > 0 {
-					g.releaseHeld()
-				}
-			}
-		}
-		if len(sh.syncGroups) > 0 {
-			progress = true
-			sh.batch.Reset()
-			for _, g := range sh.syncGroups {
-				g.ticket = g.j.SyncTo(&sh.batch)
-			}
-			plans := sh.addSegmentSyncs()
-			sh.addSegmentHints()
-			var err error
-			if !sh.batch.Empty() {
-				start := time.Now()
-				err = sh.fs.Submit(&sh.batch)
-				sh.n.metrics.ObserveStorage(metrics.GroupCommit, time.Since(start))
-			}
-			sh.batch.Reset()
-			completeSegmentSyncs(plans, err)
-			groups := sh.syncGroups
-			sh.syncGroups = nil
-			for _, g := range groups {
-				g.syncDone(err)
-				sh.markDirty(g)
-			}
-		}
-		if len(sh.segQueue) > 0 {
-			sh.flushSegments()
-		}
-		if !progress && len(sh.dirty) == 0 {
-			if (len(sh.segSyncs) > 0 || len(sh.segHints) > 0) && len(sh.syncGroups) == 0 {
-				// No group commit to ride (replicated topics journal
-				// without fdatasync): sync and hint what is due on its
-				// own.
-				sh.batch.Reset()
-				plans := sh.addSegmentSyncs()
-				sh.addSegmentHints()
-				var err error
-				if !sh.batch.Empty() {
-					start := time.Now()
-					err = sh.fs.Submit(&sh.batch)
-					sh.n.metrics.ObserveStorage(metrics.SegmentSync, time.Since(start))
-				}
-				sh.batch.Reset()
-				completeSegmentSyncs(plans, err)
-			}
-			return
-		}
+// applied ops produced (consensus.Driver, with the hooks below).
+func (sh *shardLoop) drive() { sh.drv.Drive() }
+
+// StageCommit implements consensus.PassHooks: the segment syncs and
+// writeback hints that are due ride the group commit's submission.
+func (sh *shardLoop) StageCommit(b *vfs.Batch) func(error) {
+	plans := sh.addSegmentSyncs(b)
+	sh.addSegmentHints(b)
+	return func(err error) { completeSegmentSyncs(plans, err) }
+}
+
+// AfterPass implements consensus.PassHooks: the records the pass applied
+// are written to their segments.
+func (sh *shardLoop) AfterPass() {
+	if len(sh.segQueue) > 0 {
+		sh.flushSegments()
 	}
+}
+
+// Idle implements consensus.PassHooks. With no group commit to ride
+// (replicated topics journal without fdatasync) the segment syncs and
+// hints that are due run on their own.
+func (sh *shardLoop) Idle() {
+	if len(sh.segSyncs) == 0 && len(sh.segHints) == 0 {
+		return
+	}
+	sh.batch.Reset()
+	plans := sh.addSegmentSyncs(&sh.batch)
+	sh.addSegmentHints(&sh.batch)
+	var err error
+	if !sh.batch.Empty() {
+		start := time.Now()
+		err = sh.fs.Submit(&sh.batch)
+		sh.n.metrics.ObserveStorage(metrics.SegmentSync, time.Since(start))
+	}
+	sh.batch.Reset()
+	completeSegmentSyncs(plans, err)
 }
 
 // flushSegments writes every partition's pending records: one vectored
@@ -374,13 +342,13 @@ func (sh *shardLoop) flushSegments() {
 		var st []staged
 		for _, p := range queue {
 			p.queued = false
-			if len(p.pending) == 0 || p.g.failed != nil {
+			if len(p.pending) == 0 || p.g.Failed() != nil {
 				p.pending = nil
 				continue
 			}
 			s, err := p.seg.StageAppend(&sh.batch, p.pending)
 			if err != nil {
-				p.g.fail(fmt.Errorf("staging segment append: %w", err))
+				p.g.Fail(fmt.Errorf("staging segment append: %w", err))
 				p.pending = nil
 				continue
 			}
@@ -396,7 +364,7 @@ func (sh *shardLoop) flushSegments() {
 		for _, s := range st {
 			p := s.p
 			if ferr := p.seg.FinishAppend(err); ferr != nil {
-				p.g.fail(fmt.Errorf("segment append: %w", ferr))
+				p.g.Fail(fmt.Errorf("segment append: %w", ferr))
 				p.pending = nil
 				continue
 			}
@@ -433,19 +401,19 @@ func (sh *shardLoop) flushSegments() {
 // share its submission instead of adding a round trip to an ack. They are
 // not needed for durability (the journal has every acknowledged op); they
 // bound how much a restart re-hashes and replays.
-func (sh *shardLoop) addSegmentSyncs() []plannedSync {
+func (sh *shardLoop) addSegmentSyncs(b *vfs.Batch) []plannedSync {
 	var out []plannedSync
 	for _, p := range sh.segSyncs {
 		p.syncWanted = false
-		if p.g.failed != nil || p.g.closed {
+		if p.g.Failed() != nil || p.g.Closed() {
 			continue
 		}
 		plan, err := p.seg.PlanSync()
 		if err != nil {
-			p.g.fail(fmt.Errorf("segment sync plan: %w", err))
+			p.g.Fail(fmt.Errorf("segment sync plan: %w", err))
 			continue
 		}
-		plan.AddTo(&sh.batch)
+		plan.AddTo(b)
 		out = append(out, plannedSync{p: p, plan: plan})
 	}
 	clear(sh.segSyncs)
@@ -459,13 +427,13 @@ func (sh *shardLoop) addSegmentSyncs() []plannedSync {
 // while the journal fdatasync runs, so neither the ack path nor the
 // checkpoint's segment fdatasync later waits for a backlog of dirty pages.
 // segHints holds each partition at most once (hintWanted).
-func (sh *shardLoop) addSegmentHints() {
+func (sh *shardLoop) addSegmentHints(b *vfs.Batch) {
 	for _, p := range sh.segHints {
 		p.hintWanted = false
-		if p.g.failed != nil || p.g.closed {
+		if p.g.Failed() != nil || p.g.Closed() {
 			continue
 		}
-		p.seg.StageWriteback(&sh.batch)
+		p.seg.StageWriteback(b)
 		p.unhinted = 0
 	}
 	clear(sh.segHints)
@@ -480,7 +448,7 @@ type plannedSync struct {
 func completeSegmentSyncs(plans []plannedSync, err error) {
 	for _, pl := range plans {
 		if cerr := pl.p.seg.CompleteSync(pl.plan, err); cerr != nil {
-			pl.p.g.fail(fmt.Errorf("segment sync: %w", cerr))
+			pl.p.g.Fail(fmt.Errorf("segment sync: %w", cerr))
 			continue
 		}
 		pl.p.unsyncedMsgs, pl.p.unsyncedSize = 0, 0
@@ -492,21 +460,7 @@ func (sh *shardLoop) tick(n uint64) {
 	// to see that time passed, not every step of it.
 	n = min(n, 100)
 	for _, g := range sh.groups {
-		if g.failed != nil || g.closed {
-			continue
-		}
-		for i := uint64(0); i < n; i++ {
-			g.r.Tick()
-		}
-		g.ticks += n
-		g.watchLag()
-		if len(g.fwd) > 0 {
-			g.expireForwards()
-		}
-		if len(g.held) > 0 {
-			g.releaseHeld()
-		}
-		sh.markDirty(g)
+		g.Tick(n)
 	}
 	if sh.meta != nil {
 		sh.meta.tick()
@@ -567,7 +521,7 @@ func (sh *shardLoop) dispatch(t *task) {
 			sh.deliverTask(t)
 			return
 		}
-		if p.g.failed != nil {
+		if p.g.Failed() != nil {
 			t.failStatus(wireCodeUnavailable)
 			sh.deliverTask(t)
 			return
@@ -607,14 +561,14 @@ func (sh *shardLoop) dispatch(t *task) {
 		}
 	case tkGroupDeleted:
 		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
-			p.g.submit(&task{kind: tkGroupDeleted, onDone: func(*task) {}},
+			p.g.Submit(&task{kind: tkGroupDeleted, onDone: func(*task) {}},
 				vsr.Request{Operation: opDropGroupOffsets, WallClock: nowMicros(), Body: u32Bytes(t.group)})
 		}
 	case tkClean:
 		view := sh.n.store.View()
 		now := nowMicros()
 		for _, p := range sh.parts {
-			if p.g.failed != nil {
+			if p.g.Failed() != nil {
 				continue
 			}
 			st := view.Stream(p.stream)
@@ -638,8 +592,8 @@ func (sh *shardLoop) deletePartition(p *partition) {
 	p.close()
 	sh.n.releasePartitionSlot()
 	delete(sh.parts, p.ns)
-	delete(sh.groups, p.g.id)
-	sh.n.roles.remove(p.g.id)
+	delete(sh.groups, p.g.ID())
+	sh.n.roles.remove(p.g.ID())
 	sh.n.unregisterPartition(p)
 	if err := sh.fs.RemoveAll(p.dir); err != nil {
 		sh.log.Error("removing partition storage failed", zap.String("dir", p.dir), zap.Error(err))

@@ -17,6 +17,7 @@ import (
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/superblock"
 	"github.com/iggo/iggo/vsr"
 )
 
@@ -266,7 +267,7 @@ type servedPartition struct {
 	list []segEntry
 }
 
-func (p *partition) readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
+func (p *partition) ReadArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
 	switch id {
 	case vsr.SessionsArtifact:
 		// The producer table, as embedded in the checkpoint file.
@@ -319,11 +320,11 @@ func (p *partition) stagePath(id uint32) string {
 	return filepath.Join(p.dir, transferDirName, "artifact-"+strconv.FormatUint(uint64(id), 10))
 }
 
-// writeArtifact stages bytes of artifact id at off. Staging is by id and
+// WriteArtifact stages bytes of artifact id at off. Staging is by id and
 // outlives the checkpoint named (vsr carries a staged prefix over when the
 // peer moves on to a newer checkpoint mid-transfer), so the file is cut to
 // off first: it then holds exactly what vsr has verified or will.
-func (p *partition) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
+func (p *partition) WriteArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
 	p.stagedOp = ckpt
 	if err := vfs.MkdirAllSync(p.sh.fs, filepath.Join(p.dir, transferDirName), 0o755); err != nil {
 		return err
@@ -374,7 +375,7 @@ func (p *partition) readStaged(man vsr.Manifest, id uint32) ([]byte, error) {
 	return nil, fmt.Errorf("%w: checkpoint %d has no artifact %d", errArtifact, man.Op, id)
 }
 
-func (p *partition) install(man vsr.Manifest) error {
+func (p *partition) Install(man vsr.Manifest) error {
 	fsys := p.sh.fs
 	if p.stagedOp == 0 {
 		return fmt.Errorf("%w: nothing staged for checkpoint %d", errArtifact, man.Op)
@@ -474,13 +475,8 @@ func (p *partition) install(man vsr.Manifest) error {
 	p.unsyncedMsgs, p.unsyncedSize, p.avgRecord, p.unhinted = 0, 0, 0, 0
 	p.sealedSums, p.segHash = nil, nil
 	p.served = servedPartition{op: man.Op, list: list}
-	st := p.g.sb.State()
-	st.CheckpointOp = man.Op
-	st.Commit = max(st.Commit, man.Op)
 	sum := xxh3.Hash128(ckptBytes)
-	st.CheckpointChecksum.Hi, st.CheckpointChecksum.Lo = sum.Hi, sum.Lo
-	st.OffsetFrontier = max(st.OffsetFrontier, c.next)
-	if err := p.g.sb.Write(st); err != nil {
+	if err := p.g.WriteCheckpoint(man.Op, superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}, c.next); err != nil {
 		return err
 	}
 	p.publish()
