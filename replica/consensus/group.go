@@ -3,7 +3,9 @@ package consensus
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -534,8 +536,10 @@ func (g *Group) Drop(code uint32) {
 	g.CloseFiles()
 }
 
+// answerAll answers every waiting request with code, in submission order.
 func (g *Group) answerAll(code uint32) {
-	for tok, w := range g.waiting {
+	for _, tok := range slices.Sorted(maps.Keys(g.waiting)) {
+		w := g.waiting[tok]
 		delete(g.waiting, tok)
 		w.SetCode(code)
 		g.host.Deliver(w)
