@@ -115,7 +115,7 @@ func (n *testNet) settle() {
 				n.groups[h.idx].CommitNow()
 			}
 		}
-		if len(n.queue) == 0 && len(n.drv.dirty) == 0 {
+		if len(n.queue) == 0 && !n.drv.Dirty() {
 			return
 		}
 		q := n.queue
