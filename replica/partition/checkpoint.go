@@ -139,7 +139,10 @@ func decodeCheckpoint(b []byte) (checkpointState, error) {
 // that leaves the previous checkpoint in force and the new files
 // unreferenced (removed once a later checkpoint is durable).
 func (p *Partition) Checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
-	p.flushSegments()
+	if err := p.flushSegments(); err != nil {
+		p.failOn(err)
+		return vsr.Manifest{}, err
+	}
 	var list []segEntry
 	files := []newFile{{path: filepath.Join(p.dir, ckptName(op)),
 		data: encodeCheckpoint(checkpointState{op: op, next: p.next, purgeGen: p.purgeGen, offsets: p.offsets, table: table})}}

@@ -466,12 +466,9 @@ func (p *Partition) Close() {
 func (p *Partition) CloseFeed() { p.feed.Close() }
 
 func (p *Partition) flushPendingOnClose() {
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Error("segment flush at close failed", zap.Any("panic", r))
-		}
-	}()
-	p.flushSegments()
+	if err := p.flushSegments(); err != nil {
+		p.log.Error("segment flush at close failed", zap.Error(err))
+	}
 }
 
 // Purge proposes the partition's purge to generation gen (an op the group

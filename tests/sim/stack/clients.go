@@ -46,8 +46,8 @@ type client struct {
 type ackedSend struct {
 	request uint64
 	first   uint64
-	count int
-	base  uint64
+	count   int
+	base    uint64
 }
 
 // committer stores consumer offsets of one consumer on one partition,
@@ -59,8 +59,10 @@ type committer struct {
 	inFlight bool
 	value    uint64
 	deadline uint64
-	acked    uint64 // the largest value acknowledged
-	hasAcked bool
+	// submitted: some attempt of value reached a group.
+	submitted bool
+	acked     uint64 // the largest value acknowledged
+	hasAcked  bool
 }
 
 const (
@@ -107,7 +109,7 @@ func (w *world) actClients() {
 			w.attemptStore(cm)
 		case !cm.inFlight && w.faults && w.chance(15):
 			cm.next++
-			cm.value, cm.inFlight = cm.next, true
+			cm.value, cm.inFlight, cm.submitted = cm.next, true, false
 			w.attemptStore(cm)
 		}
 	}
@@ -162,9 +164,18 @@ func (w *world) attemptStore(cm *committer) {
 	}
 	req, code := rp.p.StoreOffsetRequest(cm.key, cm.value, 1, w.clock())
 	if code != 0 {
-		w.fail("store offset refused before submit: %d", code)
+		// Beyond the partition's current offset on this node (Iggy refuses
+		// those). A value never submitted is given up; one an earlier
+		// attempt submitted may have been stored and is retried.
+		if !cm.submitted {
+			cm.inFlight = false
+			cm.next--
+			return
+		}
+		cm.deadline = w.tick + w.between(5, 30)
 		return
 	}
+	cm.submitted = true
 	rp.g.Submit(&call{owner: cm, request: cm.value}, req)
 }
 

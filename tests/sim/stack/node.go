@@ -1,11 +1,10 @@
 package stack
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
-
-	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/codec"
@@ -55,12 +54,14 @@ const (
 	topicID  = 1
 )
 
-func partitionNS(idx int) shard.Namespace { return shard.MustNamespace(streamID, topicID, uint32(idx+1)) }
+func partitionNS(idx int) shard.Namespace {
+	return shard.MustNamespace(streamID, topicID, uint32(idx+1))
+}
 
 func topicConfig(d metadata.Durability) metadata.TopicConfig {
 	c := metadata.TopicConfig{TopicSettings: wire.DefaultTopicSettings(), Durability: d, ConsumerOffsetDurability: d}
-	// Small segments so runs roll, seal and checkpoint many of them.
-	c.SegmentSize = 64 << 10
+	// The smallest segments the server allows, so runs roll and seal some.
+	c.SegmentSize = 1 << 20
 	return c
 }
 
@@ -77,8 +78,8 @@ func (w *world) vsrConfig(replica, idx int) vsr.Config {
 	c.RequestQueueDepth = 64
 	c.Dedup = true
 	c.ClientsMax = producersMax
-	c.JournalSlots = 64
-	c.CheckpointInterval = 16
+	c.JournalSlots = 4 * 64
+	c.CheckpointInterval = 32
 	c.Seed = w.o.Seed ^ uint64(replica)<<32 ^ uint64(idx)
 	if w.durability[idx] == metadata.DurabilityPersisted {
 		c.Durability = vsr.Persisted
@@ -97,7 +98,7 @@ const (
 // it).
 func (w *world) boot(id int, disk *vfs.Fault, rejoin bool) (*node, error) {
 	n := &node{w: w, id: id, disk: disk, pipe: partition.NewPipeline(0, nil)}
-	n.drv = consensus.NewDriver(disk, nil, n.pipe.Hooks(disk.Submit))
+	n.drv = consensus.NewDriver(disk, nil, n)
 	for idx := 0; idx < w.groups; idx++ {
 		rp, err := n.open(idx, rejoin)
 		if err != nil && (partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt)) {
@@ -125,7 +126,7 @@ func (n *node) open(idx int, rejoin bool) (*replicated, error) {
 	cfg := partition.Config{Dir: partitionDir(idx), Stream: streamID, Topic: topicID, ID: uint32(idx + 1), Revision: 1,
 		TopicConfig: topicConfig(w.durability[idx]), Cluster: true, ValidateChecksum: true, MaxRecordSize: maxFrame,
 		ConsumerOffsetsMax: 16, PollBufferMax: 4 << 20, Codec: codec.NewStack(nil, maxFrame), Pipeline: n.pipe,
-		Log: zap.NewNop()}
+		Log: w.log}
 	p, err := partition.Open(n.disk, cfg, rp)
 	if err != nil {
 		return nil, err
@@ -136,7 +137,7 @@ func (n *node) open(idx int, rejoin bool) (*replicated, error) {
 	entry := int64(maxFrame) + 4096
 	g, err := consensus.Open(consensus.Spec{
 		ID: vcfg.Group, Name: partitionNS(idx).String(), Dir: cfg.Dir, FS: n.disk, Config: vcfg, SM: p, Host: n,
-		Log: zap.NewNop(), PartOpts: journal.PartitionOptions{Budget: ops * (entry + journal.RecordHeaderSize), MaxEntry: int(entry)},
+		Log: w.log, PartOpts: journal.PartitionOptions{Budget: ops * (entry + journal.RecordHeaderSize), MaxEntry: int(entry)},
 		Cluster: superblockID(w.cluster), ClusterName: "sim", Incarnation: w.incarnation(n.id), Restore: p.Restore,
 		Rejoin: rejoin, Sender: n.sender(idx),
 		ForwardTimeoutTicks: forwardTimeoutTicks,
@@ -166,9 +167,7 @@ func (n *node) sender(idx int) vsr.Sender {
 }
 
 func superblockID(c vsr.Checksum) superblock.Uint128 {
-	var u superblock.Uint128
-	copy(u[:], c[:])
-	return u
+	return superblock.Uint128{Lo: binary.LittleEndian.Uint64(c[:8]), Hi: binary.LittleEndian.Uint64(c[8:])}
 }
 
 // close releases the node's files (a crash drops the disk image anyway;
@@ -194,8 +193,19 @@ func (n *node) SendPeer(to uint8, m vsr.Message) error {
 	n.w.send(n.id, int(to), m)
 	return nil
 }
-func (n *node) Deliver(wt consensus.Waiter)                   { n.answered = append(n.answered, wt) }
+func (n *node) Deliver(wt consensus.Waiter)                      { n.answered = append(n.answered, wt) }
 func (n *node) Role(g *consensus.Group, rc consensus.RoleChange) {}
+
+// consensus.PassHooks: the partition write pipeline rides the driver's
+// passes as on a shard.
+
+func (n *node) StageCommit(b *vfs.Batch) func(error) { return n.pipe.StageCommit(b) }
+func (n *node) AfterPass() {
+	if n.pipe.Queued() {
+		n.pipe.Flush(&n.batch, n.disk.Submit)
+	}
+}
+func (n *node) Idle() { n.pipe.SyncIdle(&n.batch, n.disk.Submit) }
 
 // partition.Host.
 

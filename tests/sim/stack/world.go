@@ -34,6 +34,9 @@ import (
 	"io"
 	"runtime/debug"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/vsr"
@@ -52,19 +55,18 @@ type Options struct {
 
 // Result summarizes a run.
 type Result struct {
-	Seed      uint64
-	Ticks     int
-	Sends     int // send requests issued (first attempts)
-	Acked     int // sends acknowledged
-	Retried   int // sends acknowledged after more than one attempt
-	Messages  int // messages in the final log of every partition
-	Offsets   int // consumer-offset stores acknowledged
-	Commits   uint64
-	Views     uint32
-	Installs  int
-	Faults    map[string]int
-	Durations string
-	Err       error
+	Seed     uint64
+	Ticks    int
+	Sends    int // send requests issued (first attempts)
+	Acked    int // sends acknowledged
+	Retried  int // sends acknowledged after more than one attempt
+	Messages int // messages in the final log of every partition
+	Offsets  int // consumer-offset stores acknowledged
+	Commits  uint64
+	Views    uint32
+	Installs int
+	Faults   map[string]int
+	Err      error
 }
 
 type packet struct {
@@ -101,7 +103,10 @@ type world struct {
 	faults     bool
 	res        *Result
 	err        error
+	log        *zap.Logger
 
+	// logs[g][p]: each node's partition log, read when quiescent.
+	logs       [][][]message
 	clients    []*client
 	committers []*committer
 	// committed[g][op]: the identity of op as first seen committed.
@@ -125,6 +130,12 @@ func Run(o Options) (res Result) {
 		}
 		res = *w.res
 	}()
+	w.log = zap.NewNop()
+	if o.Trace != nil {
+		enc := zap.NewDevelopmentEncoderConfig()
+		enc.TimeKey = ""
+		w.log = zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(o.Trace), zap.DebugLevel))
+	}
 	w.setup()
 	w.faults = true
 	for t := 0; t < o.FaultTicks && w.err == nil; t++ {
@@ -168,7 +179,9 @@ func (w *world) between(lo, hi uint64) uint64 { return lo + uint64(w.rng.Intn(in
 
 // clock is every node's wall clock in microseconds (one tick is vsr's
 // tick interval).
-func (w *world) clock() uint64 { return 1_700_000_000_000_000 + w.tick*uint64(vsr.TickInterval.Microseconds()) }
+func (w *world) clock() uint64 {
+	return 1_700_000_000_000_000 + w.tick*uint64(vsr.TickInterval.Microseconds())
+}
 
 func (w *world) incarnation(id int) uint64 { return w.procs[id].boots }
 
@@ -208,7 +221,11 @@ func (w *world) start(p *proc, rejoin bool) {
 	w.tracef("p%d up (boot %d)", p.id, p.boots)
 }
 
-// crash stops a process; its disk becomes what a crash leaves behind.
+// crash stops a process; its disk becomes what a crash leaves behind: a
+// kill keeps every write (the kernel has them), a power loss keeps what
+// was synced and drops or tears the rest. Power losses hit only the faulty
+// process: the durability contract covers the power loss of a minority
+// (persisted topics) and the kill of any number of nodes.
 func (w *world) crash(p *proc, down uint64) {
 	if !p.up {
 		return
@@ -216,18 +233,31 @@ func (w *world) crash(p *proc, down uint64) {
 	p.node.close()
 	p.node, p.up = nil, false
 	p.rules = nil
-	mode := vfs.CrashRandom
-	switch w.rng.Intn(4) {
-	case 0:
-		mode = vfs.CrashKeepAll
-	case 1:
-		mode = vfs.CrashDropAll
+	mode := vfs.CrashKeepAll
+	if p.faulty && w.powerLossOK() {
+		switch w.rng.Intn(3) {
+		case 0:
+			mode = vfs.CrashRandom
+		case 1:
+			mode = vfs.CrashDropAll
+		}
 	}
 	p.disk = p.disk.CrashWith(mode)
 	p.downUntil = w.tick + down
 	w.res.Faults["crash"]++
 	w.tracef("p%d crash (mode %d), down %d ticks", p.id, mode, down)
 	w.dropInFlightTo(p.id)
+}
+
+// powerLossOK: a power loss may drop unsynced journal writes, which only
+// persisted topics promise to survive.
+func (w *world) powerLossOK() bool {
+	for _, d := range w.durability {
+		if d != metadata.DurabilityPersisted {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *world) shutdown() {
