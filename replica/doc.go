@@ -35,10 +35,10 @@
 //     in order.
 //   - HTTP. The HTTP API (package httpapi, http.go) runs on shard 0's
 //     behalf on net/http's goroutines. It serves nothing itself: each route
-//     runs the binary command on a local session (local.go), a conn whose
-//     socket is a reply capture, through conn.handle — the same decode,
-//     admission, permission checks, forwarding and inbox hand-offs as a
-//     socket's frames. A session registers a VSR client session (the
+//     runs the binary command on a local session (local_session.go), a
+//     conn whose socket is a reply capture, through conn.handle — the same
+//     decode, admission, permission checks, forwarding and inbox hand-offs
+//     as a socket's frames. A session registers a VSR client session (the
 //     Register a binary login commits) at its first write; reads need none.
 //   - Shard loop iteration. Handle takes what one wake-up brought (tasks and
 //     coalesced ticks), submits requests to the replicas, then drives every
@@ -186,9 +186,9 @@
 // with 46 and logged. Every consumer-group join records the node holding
 // the member's connection and that node's incarnation (its start, µs), so
 // the members of a node that went away are found without their
-// connections (evict.go): a node that restarts removes its previous runs'
-// members once its metadata replica is in normal status (a single node
-// during boot), and the metadata primary removes those of a node gossip
+// connections (consumer_group_evict.go): a node that restarts removes its
+// previous runs' members once its metadata replica is in normal status (a
+// single node during boot), and the metadata primary removes those of a node gossip
 // reports dead or left for cluster.member_eviction_timeout
 // (EvictNodeMembers, package metadata).
 //

@@ -181,7 +181,7 @@ type Node struct {
 	waits     *longpoll.Hub
 	waitMax   time.Duration
 	partStats sync.Map // shard.Namespace → *partStats
-	handOffs  sync.Map // handOffKey → handOffWait (coop.go)
+	handOffs  sync.Map // handOffKey → handOffWait (consumer_group_rebalance.go)
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
 
 	// Gossip (cluster mode) and a test hook adjusting its configuration
@@ -596,7 +596,7 @@ func (n *Node) bootMetadata() error {
 	}
 	m.booting = false
 	// Members of consumer groups were connections of the previous run;
-	// none survived the restart (evict.go). Members recorded before joins
+	// none survived the restart (consumer_group_evict.go). Members recorded before joins
 	// carried their node have an unknown boot: on a single node they are
 	// the previous run's too.
 	m.bootEvicted = true
