@@ -86,6 +86,10 @@ type proc struct {
 	downUntil uint64
 	// rules: the injected write faults in force on its disk.
 	rules []int
+	// damaged: its storage took a fault that destroys synced data (bit
+	// rot, a misdirected write) since it last booted clean; only then
+	// may a boot find its storage damaged.
+	damaged bool
 }
 
 type world struct {
@@ -439,6 +443,7 @@ func (w *world) writeFault() {
 		w.res.Faults["write-tear"]++
 	default:
 		rule.Action = vfs.Misdirect
+		p.damaged = true
 		w.res.Faults["write-misdirect"]++
 	}
 	p.rules = append(p.rules, p.disk.Inject(rule))
@@ -458,6 +463,7 @@ func (w *world) rotSomething() {
 		}
 		name := files[w.rng.Intn(len(files))]
 		if off := p.disk.CorruptRandom(name); off >= 0 {
+			p.damaged = true
 			w.res.Faults["rot"]++
 			w.tracef("p%d rot %s at %d", p.id, name, off)
 		}
