@@ -7,11 +7,12 @@
 // machine — over vfs.Fault disks and a simulated network. Only the
 // sockets, the connection layer and the metadata group are left out.
 //
-// Faults: a lossy, duplicating, reordering, partitionable network; crashes
-// that keep, drop or tear unsynced writes (vfs.Fault.Crash); failed and
-// torn writes while running (the group stops, the node restarts);
-// misdirected writes and bit rot on one faulty node (its storage is
-// detected as damaged and refilled from its peers).
+// Faults: a lossy, duplicating, reordering, partitionable network; kills
+// of any node (every write kept) and, when every partition is persisted,
+// power losses of the one faulty node (unsynced writes dropped or torn:
+// vfs.Fault.Crash); failed writes on any node (the group stops, the node
+// restarts); torn and misdirected writes and bit rot on the faulty node
+// (its storage is found damaged, set aside and refilled from its peers).
 //
 // Checks: every tick, committed op identities agree across replicas; at
 // the end, after healing every fault, every outstanding request completes
@@ -62,6 +63,7 @@ type Result struct {
 	Retried  int // sends acknowledged after more than one attempt
 	Messages int // messages in the final log of every partition
 	Offsets  int // consumer-offset stores acknowledged
+	Polled   int // messages returned by polls during the run
 	Commits  uint64
 	Views    uint32
 	Installs int
@@ -109,6 +111,8 @@ type world struct {
 	err        error
 	log        *zap.Logger
 
+	// observed[g]: what polls returned during the run.
+	observed [][]observation
 	// logs[g][p]: each node's partition log, read when quiescent.
 	logs       [][][]message
 	clients    []*client
@@ -198,6 +202,7 @@ func (w *world) setup() {
 		}
 		w.durability = append(w.durability, d)
 		w.committed = append(w.committed, map[uint64]vsr.Checksum{})
+		w.observed = append(w.observed, nil)
 		w.checked = append(w.checked, make([]uint64, w.n))
 	}
 	faulty := w.rng.Intn(w.n)
@@ -426,8 +431,13 @@ func (w *world) clearCut() {
 	w.cutEnd = 0
 }
 
-// writeFault makes the next writes of a running process fail, tear or
-// (on the faulty process) land at the wrong offset.
+// writeFault makes one of the next writes of a running process fail (any
+// process: nothing lands, the group stops and the node restarts) or, on
+// the faulty process only, tear or land at the wrong offset. A torn write
+// leaves a journal tail that may have been acknowledged, so its replica
+// fences itself until its peers restore its head: like corruption, it
+// counts against the one node whose storage may be faulty, or two fenced
+// or rejoining replicas of three could leave no quorum to recover with.
 func (w *world) writeFault() {
 	p := w.procs[w.rng.Intn(w.n)]
 	if !p.up {
@@ -435,10 +445,10 @@ func (w *world) writeFault() {
 	}
 	rule := vfs.Rule{Ops: vfs.OpWrite, After: w.rng.Intn(20), Count: 1, Path: "/data/"}
 	switch r := w.rng.Intn(3); {
-	case r == 0:
+	case r == 0 || !p.faulty:
 		rule.Action = vfs.Fail
 		w.res.Faults["write-fail"]++
-	case r == 1 || !p.faulty:
+	case r == 1:
 		rule.Action, rule.TearAt = vfs.Tear, -1
 		w.res.Faults["write-tear"]++
 	default:
