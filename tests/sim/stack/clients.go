@@ -99,7 +99,7 @@ func (w *world) actClients() {
 		switch {
 		case c.inFlight && w.tick >= c.deadline:
 			w.attemptSend(c) // no answer: the node crashed or the frame was lost
-		case !c.inFlight && w.faults && w.chance(60):
+		case !c.inFlight && w.faults && w.chance(w.sendRate):
 			w.newSend(c)
 		}
 	}

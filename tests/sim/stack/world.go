@@ -107,9 +107,13 @@ type world struct {
 	cutEnd     uint64
 	tick       uint64
 	faults     bool
-	res        *Result
-	err        error
-	log        *zap.Logger
+	// sendRate: per thousand, each idle producer's chance to send a tick
+	// (drawn per seed: some runs barely load the groups, others fill
+	// journals past their window so that laggards need state transfer).
+	sendRate int
+	res      *Result
+	err      error
+	log      *zap.Logger
 
 	// observed[g]: what polls returned during the run.
 	observed [][]observation
@@ -205,6 +209,7 @@ func (w *world) setup() {
 		w.observed = append(w.observed, nil)
 		w.checked = append(w.checked, make([]uint64, w.n))
 	}
+	w.sendRate = []int{30, 60, 200, 400}[w.rng.Intn(4)]
 	faulty := w.rng.Intn(w.n)
 	w.cut = make([][]bool, w.n)
 	for i := 0; i < w.n; i++ {
