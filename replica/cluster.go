@@ -6,7 +6,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,6 +14,7 @@ import (
 	"github.com/iggo/iggo/replica/config"
 	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/partition"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
@@ -253,12 +253,10 @@ func (n *Node) quarantineUnknownStorage(view *metadata.State) {
 				if keep[pdir] {
 					continue
 				}
-				if b, err := vfs.ReadFile(osfs, filepath.Join(pdir, incarnationFile)); err == nil {
-					if rev, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && rev > view.Revision() {
-						n.log.Info("partition storage newer than the recovered metadata is kept (the metadata group catches up from its peers)",
-							zap.String("dir", pdir), zap.Uint64("revision", rev), zap.Uint64("metadata_revision", view.Revision()))
-						continue
-					}
+				if rev, ok := partition.ReadIncarnation(osfs, pdir); ok && rev > view.Revision() {
+					n.log.Info("partition storage newer than the recovered metadata is kept (the metadata group catches up from its peers)",
+						zap.String("dir", pdir), zap.Uint64("revision", rev), zap.Uint64("metadata_revision", view.Revision()))
+					continue
 				}
 				dst, err := n.quarantine(osfs, pdir, fmt.Sprintf("%s-%s-%s", s.Name(), t.Name(), p.Name()))
 				if err != nil {

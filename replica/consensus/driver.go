@@ -3,6 +3,7 @@ package consensus
 import (
 	"time"
 
+	"github.com/iggo/iggo/internal/mutation"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/shard/vfs"
 )
@@ -136,6 +137,11 @@ func (g *Group) runReadies() bool {
 func (d *Driver) groupCommit() {
 	d.batch.Reset()
 	for _, g := range d.syncGroups {
+		if mutation.On(mutation.AckBeforeJournalSync) {
+			var lie vfs.Batch // never submitted
+			g.ticket = g.j.SyncTo(&lie)
+			continue
+		}
 		g.ticket = g.j.SyncTo(&d.batch)
 	}
 	var done func(error)
