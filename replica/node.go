@@ -23,6 +23,7 @@ import (
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/audit"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/datadir"
 	"github.com/iggo/iggo/replica/fdbudget"
 	"github.com/iggo/iggo/replica/gossip"
@@ -541,25 +542,23 @@ func (n *Node) bootMetadata() error {
 	m := &metaSM{n: n, sh: sh, store: n.store, dir: dir, booting: true}
 	sh.meta = m
 	cfg := n.metadataVSRConfig()
-	g, err := sh.openGroup(groupSpec{
-		id: vsr.MetadataGroup, name: "metadata", dir: dir, cfg: cfg, sm: m, metadata: true,
-		metaOpts:    journal.MetadataOptions{Slots: 2 * cfg.JournalSlots, MaxEntry: int(n.maxFrame) + 4096},
-		cluster:     n.cluster,
-		incarnation: n.incarnation,
-		restore:     m.restore,
-		rejoin:      n.fresh,
+	g, err := sh.openGroup(consensus.Spec{
+		ID: vsr.MetadataGroup, Name: "metadata", Dir: dir, Config: cfg, SM: m, Metadata: true,
+		MetaOpts: journal.MetadataOptions{Slots: 2 * cfg.JournalSlots, MaxEntry: int(n.maxFrame) + 4096},
+		Restore:  m.restore,
+		Rejoin:   n.fresh,
 	})
 	if err != nil {
 		return err
 	}
 	m.g = g
-	sh.groups[g.id] = g
+	sh.groups[g.ID()] = g
 	sh.settle()
-	g.bootBodies = nil
+	g.EndBoot()
 	view := n.store.View()
 	counts := view.Counts()
-	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Uint64("checkpoint_op", g.durableCkpt),
-		zap.Int("journal_ops_replayed", g.bootOps), zap.Int("streams", counts.Streams), zap.Int("topics", counts.Topics),
+	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Uint64("checkpoint_op", g.DurableCheckpoint()),
+		zap.Int("journal_ops_replayed", g.BootOps()), zap.Int("streams", counts.Streams), zap.Int("topics", counts.Topics),
 		zap.Int("partitions", counts.Partitions), zap.Int("consumer_groups", counts.ConsumerGroups),
 		zap.Int("users", counts.Users))
 	if n.clustered() {
@@ -632,8 +631,8 @@ func (n *Node) bootWait(sh *shardLoop, cond func() bool, what string) error {
 			return nil
 		}
 		for _, g := range sh.groups {
-			if g.failed != nil {
-				return fmt.Errorf("replica: %s: %w", what, g.failed)
+			if g.Failed() != nil {
+				return fmt.Errorf("replica: %s: %w", what, g.Failed())
 			}
 		}
 		if time.Now().After(deadline) {
@@ -743,14 +742,14 @@ func (n *Node) bootPartitions() error {
 	for _, sh := range n.shards {
 		for _, p := range sh.parts {
 			segs, msgs, size := int(p.stats.Segments.Load()), p.stats.Messages.Load(), p.stats.Size.Load()
-			p.log.Debug("partition recovered", zap.Uint64("op", p.AppliedOp()), zap.Uint64("checkpoint_op", p.g.durableCkpt),
-				zap.Int("journal_ops_replayed", p.g.bootOps), zap.Int("segments", segs), zap.Uint64("messages", msgs),
+			p.log.Debug("partition recovered", zap.Uint64("op", p.AppliedOp()), zap.Uint64("checkpoint_op", p.g.DurableCheckpoint()),
+				zap.Int("journal_ops_replayed", p.g.BootOps()), zap.Int("segments", segs), zap.Uint64("messages", msgs),
 				zap.Uint64("bytes", size), zap.Uint64("next_offset", p.NextOffset()), zap.Int("consumer_offsets", p.OffsetCount()))
 			tot.segments += segs
 			tot.messages += msgs
 			tot.bytes += size
 			tot.offsets += p.OffsetCount()
-			tot.ops += p.g.bootOps
+			tot.ops += p.g.BootOps()
 		}
 	}
 	n.log.Info("partitions recovered", zap.Int("partitions", len(keep)), zap.Int("journal_ops_replayed", tot.ops),
