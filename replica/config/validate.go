@@ -61,33 +61,30 @@ const (
 	// ReplicaHandshakesMax bounds message_bus.replica_handshakes_max and
 	// replica_handshakes_per_address: each waiting connection holds a
 	// descriptor.
-	ReplicaHandshakesMax   = 4096
-	ReplicaReadBufferMin   = 4 * KiB
-	ReplicaReadBufferMax   = 16 * MiB
-	MemoryPoolMin          = 512 * MiB
-	MemoryPoolBucketMin    = 128
-	QUICMinMTU             = 1200
-	HTTPMaxRequestCeiling  = 256 * MiB
-	EvictedRingCapacityMax = 65536
-	EvictedRingBytesMax    = 256 * MiB
-	TransferBytesMax       = 64 * GiB
-	SegmentWritebackMin    = 64 * KiB
-	BackgroundSyncMin      = 1 * MiB
-	SegmentWritebackMax    = 1 * GiB
-	DedupClientsMax        = 65536
-	ConsumerOffsetsMax     = 262144
-	OffsetReservationMax   = 1 << 24
-	minHeartbeatTimeout    = 2 * time.Second
-	minSuperblockFatal     = 30 * time.Second
-	maxDrainTimeout        = 600 * time.Second
-	maxPollInterval        = 5 * time.Second
-	maxJoinTimeout         = 900 * time.Second
-	maxReconcileInterval   = 30 * time.Second
-	// Consumer session reports: a member survives a lost report (its
-	// session spans at least three report intervals), and reports are
-	// not sent more often than a consensus tick.
-	sessionToHeartbeatRatio  = 3
-	sessionHeartbeatMin      = 10 * time.Millisecond
+	ReplicaHandshakesMax     = 4096
+	ReplicaReadBufferMin     = 4 * KiB
+	ReplicaReadBufferMax     = 16 * MiB
+	MemoryPoolMin            = 512 * MiB
+	MemoryPoolBucketMin      = 128
+	QUICMinMTU               = 1200
+	HTTPMaxRequestCeiling    = 256 * MiB
+	EvictedRingCapacityMax   = 65536
+	EvictedRingBytesMax      = 256 * MiB
+	TransferBytesMax         = 64 * GiB
+	SegmentWritebackMin      = 64 * KiB
+	BackgroundSyncMin        = 1 * MiB
+	SegmentWritebackMax      = 1 * GiB
+	DedupClientsMax          = 65536
+	ConsumerOffsetsMax       = 262144
+	OffsetReservationMax     = 1 << 24
+	minHeartbeatTimeout      = 2 * time.Second
+	minSuperblockFatal       = 30 * time.Second
+	maxDrainTimeout          = 600 * time.Second
+	maxPollInterval          = 5 * time.Second
+	maxJoinTimeout           = 900 * time.Second
+	maxReconcileInterval     = 30 * time.Second
+	sessionToHeartbeatRatio  = 3                     // a lost consumer session report never expires a member
+	sessionHeartbeatMin      = 10 * time.Millisecond // at most one report per node per consensus tick
 	heartbeatToCommitRatio   = 4
 	statusToRetransmitRatio  = 4
 	journalSlotsPerDepth     = 4
