@@ -127,3 +127,23 @@ func faultList(f map[string]int) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// regressionSeeds are seeds that once failed, each with what it caught;
+// they run on every `go test`.
+var regressionSeeds = []struct {
+	seed   uint64
+	caught string
+}{
+	{3, "a bit-rotted partition incarnation file was taken for an earlier partition's directory and wiped, and the replica voted empty (replica/partition incarnation checksum)"},
+	{89, "a restarted replica's manifest listed its checkpoint file's trailer checksum, not the file's: no peer could fetch that checkpoint and a replica behind it stayed behind (replica/partition Restore)"},
+}
+
+// TestStackRegressionSeeds replays every regression seed.
+func TestStackRegressionSeeds(t *testing.T) {
+	for _, rs := range regressionSeeds {
+		res := Run(Options{Seed: rs.seed})
+		if res.Err != nil {
+			t.Errorf("seed %d (%s): %v\nreplay: go test ./tests/sim/stack -run 'TestStack$' -seed=%d -v -simtrace", rs.seed, rs.caught, res.Err, rs.seed)
+		}
+	}
+}
