@@ -89,7 +89,8 @@
 // atomically (vfs.WriteFileAtomic) after a purge op emptied the segments,
 // so a replay of the purge op after a crash does not purge again what was
 // appended since. A missing file is generation 0; a damaged one fails the
-// open.
+// open with ErrDamaged (a cluster node quarantines the partition and
+// refills it from its peers).
 //
 // # State transfer
 //

@@ -138,6 +138,7 @@ var regressionSeeds = []struct {
 	{89, "a restarted replica's manifest listed its checkpoint file's trailer checksum, not the file's: no peer could fetch that checkpoint and a replica behind it stayed behind (replica/partition Restore)"},
 	{594, "a primary's reply to a request forwarded by a node's previous boot answered the new boot's request that drew the same token: a send acknowledged at another producer's offset (vsr ForwardReply echoes the origin's incarnation)"},
 	{1226, "a torn superblock write left a checkpoint the view state never named: the group ran on failing every checkpoint, and every restart panicked writing an older checkpoint (replica/consensus WriteCheckpoint)"},
+	{101535, "bit rot in purge.gen failed the node's boot instead of marking the partition damaged, to be quarantined and refilled from its peers (replica/partition readPurgeGen)"},
 }
 
 // TestStackRegressionSeeds replays every regression seed.
