@@ -102,6 +102,13 @@ func dialQUIC(ctx context.Context, addr string, tlsConf *tls.Config, qcfg QUICCo
 	return &quicConn{qc: qc}, nil
 }
 
+// The initial packet sizes quic-go sends as asked: QUIC's minimum and the
+// largest its packet buffers hold.
+const (
+	quicMinMTU = 1200
+	quicMaxMTU = 1452
+)
+
 var errQUICProtocol = errors.New("quic: reply stream broke the one-frame rule")
 
 // Write sends request bytes, opening the request's stream first and

@@ -387,12 +387,17 @@ func ListenQUIC(pc net.PacketConn, tlsConf *tls.Config, qc *quic.Config, grace t
 
 // BindUDP binds the UDP socket of a QUIC endpoint ("host:port", port 0 for
 // any), without address reuse: a port another process holds is an error.
+// On Linux the socket takes coalesced reads (UDP_GRO, udpgro_linux.go).
 func BindUDP(addr string) (net.PacketConn, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return net.ListenUDP("udp", ua)
+	c, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, err
+	}
+	return withGRO(c), nil
 }
 
 // Accept waits for the next connection whose handshake has completed.
