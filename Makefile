@@ -249,7 +249,7 @@ bench-storage: ## io_uring vs portable storage figures, and dd
 	f=$$(mktemp /tmp/iggo-dd-XXXXXX); \
 	echo "dd conv=fdatasync:"; dd if=/dev/zero of=$$f bs=1M count=1024 conv=fdatasync 2>&1 | tail -1; rm -f $$f
 
-# Chaos campaigns (tests/chaos): RUNS runs of DURATION each, seeds SEED,
+# Chaos campaigns (internal/chaos, the runner `iggo chaos` uses): RUNS runs of DURATION each, seeds SEED,
 # SEED+1, ... against iggo-server when cmd/iggo-server exists, else against
 # the built-in fake node. More flags in CHAOS_ARGS, e.g.
 #   make chaos RUNS=10 DURATION=2m CHAOS_ARGS="--nodes 3 --faults all"
@@ -258,7 +258,7 @@ DURATION   ?= 30s
 SEED       ?= 0
 CHAOS_ARGS ?=
 chaos: ## chaos campaigns (RUNS, DURATION, SEED, CHAOS_ARGS)
-	$(GO) build -o $(BIN)/iggo-chaos ./tests/chaos/cmd/iggo-chaos
+	$(GO) build -o $(BIN)/iggo-chaos ./internal/chaos/cmd/iggo-chaos
 	$(if $(wildcard cmd/iggo-server),$(GO) build -o $(BIN)/iggo-server ./cmd/iggo-server)
 	./$(BIN)/iggo-chaos run --runs $(RUNS) --duration $(DURATION) --seed $(SEED) \
 	  $(if $(wildcard cmd/iggo-server),--server $(BIN)/iggo-server,--fake) $(CHAOS_ARGS)
@@ -273,7 +273,7 @@ chaos: ## chaos campaigns (RUNS, DURATION, SEED, CHAOS_ARGS)
 CAMPAIGN_RUNS     ?= 50
 CAMPAIGN_DURATION ?= 10s
 chaos-campaign: ## exactly-once chaos campaign on 3 nodes (CAMPAIGN_RUNS, CAMPAIGN_DURATION, SEED, CHAOS_ARGS)
-	$(GO) build -o $(BIN)/iggo-chaos ./tests/chaos/cmd/iggo-chaos
+	$(GO) build -o $(BIN)/iggo-chaos ./internal/chaos/cmd/iggo-chaos
 	$(GO) build -o $(BIN)/iggo-server ./cmd/iggo-server
 	./$(BIN)/iggo-chaos run --runs $(CAMPAIGN_RUNS) --duration $(CAMPAIGN_DURATION) --seed $(SEED) \
 	  --server $(BIN)/iggo-server --nodes 3 --network netns --faults kill,pause,partition,partition-oneway \

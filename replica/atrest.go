@@ -122,10 +122,10 @@ func (n *Node) encodeSend(dst []byte, batch wire.BatchView, alg codec.Algorithm)
 }
 
 // decodePoll rewrites a poll's records into their client form in buf and
-// replaces r.parts with the result. parts are whole stored records or, for
+// replaces r.Parts with the result. parts are whole stored records or, for
 // a record cut to the poll's range, a 256-byte header followed by its
 // frames. A compressed record is never cut on the shard (its messages all
-// sit in its first frame): it comes whole, with a cut in r.cuts that is
+// sit in its first frame): it comes whole, with a cut in r.Cuts that is
 // applied here, after decoding. Without encryption, records that are not
 // compressed are passed through without a copy.
 func (n *Node) decodePoll(buf []byte, r *pollResult) ([]byte, wire.Code) {
@@ -135,8 +135,8 @@ func (n *Node) decodePoll(buf []byte, r *pollResult) ([]byte, wire.Code) {
 		ext    []byte
 		lo, hi int
 	}
-	pieces := make([]piece, 0, len(r.parts))
-	parts := r.parts
+	pieces := make([]piece, 0, len(r.Parts))
+	parts := r.Parts
 	for i := 0; i < len(parts); i++ {
 		hdr := parts[i]
 		if len(hdr) < wire.BatchHeaderSize {
@@ -170,19 +170,19 @@ func (n *Node) decodePoll(buf []byte, r *pollResult) ([]byte, wire.Code) {
 			return buf, decodeFailure(sealed)
 		}
 		hi := len(buf)
-		if cut, ok := r.cutOf(i); ok {
+		if cut, ok := r.CutOf(i); ok {
 			v, err := wire.ParseBatch(buf[lo:hi])
 			if err != nil {
 				panic(fmt.Sprintf("replica: decoded record does not parse: %v", err))
 			}
-			s, ok := v.SliceByOffset(cut.from, cut.count)
-			if !ok || s.Count != cut.count {
-				panic(fmt.Sprintf("replica: poll cut [%d, +%d) of record [%d, +%d) selects %d messages", cut.from, cut.count, h.BaseOffset, h.MessageCount, s.Count))
+			s, ok := v.SliceByOffset(cut.From, cut.Count)
+			if !ok || s.Count != cut.Count {
+				panic(fmt.Sprintf("replica: poll cut [%d, +%d) of record [%d, +%d) selects %d messages", cut.From, cut.Count, h.BaseOffset, h.MessageCount, s.Count))
 			}
 			// The kept frames are in place in buf; their new header goes
 			// right before them, over the old header or skipped frames.
 			it := v.Frames()
-			for skip := cut.from - min(cut.from, h.BaseOffset); skip > 0; skip-- {
+			for skip := cut.From - min(cut.From, h.BaseOffset); skip > 0; skip-- {
 				it.Next()
 			}
 			fs := lo + it.Offset()
@@ -194,7 +194,7 @@ func (n *Node) decodePoll(buf []byte, r *pollResult) ([]byte, wire.Code) {
 		}
 		pieces = append(pieces, piece{lo: lo, hi: hi})
 	}
-	out := r.parts[:0]
+	out := r.Parts[:0]
 	for _, p := range pieces {
 		if p.ext != nil {
 			out = append(out, p.ext)
@@ -202,7 +202,7 @@ func (n *Node) decodePoll(buf []byte, r *pollResult) ([]byte, wire.Code) {
 		}
 		out = append(out, buf[p.lo:p.hi:p.hi])
 	}
-	r.parts = out
+	r.Parts = out
 	return buf, 0
 }
 

@@ -66,3 +66,8 @@ func (sp *stampPool) put(b []byte) {
 	sp.stats.idleBytes.Store(int64(sp.idleBytes))
 	sp.stats.idleCount.Store(int64(len(sp.free)))
 }
+
+// Get and Put make the pool a partition.Buffers (the shard's write
+// pipeline stamps into it).
+func (sp *stampPool) Get(n int) []byte { return sp.get(n) }
+func (sp *stampPool) Put(b []byte)     { sp.put(b) }

@@ -1037,9 +1037,9 @@ func testClusterRefillsDamagedPartition(t *testing.T, damage func(log string) er
 		if err := checkPartition(ctx, tc.dial(victim), 0, sends*per); err != nil {
 			return err
 		}
-		ck, _ := filepath.Glob(filepath.Join(pdir, partitionCkptPrefix+"*"))
+		ck, _ := filepath.Glob(filepath.Join(pdir, "checkpoint-*"))
 		for _, f := range ck {
-			if !strings.HasSuffix(f, ckptName(0)) {
+			if !strings.HasSuffix(f, "checkpoint-00000000000000000000") {
 				return nil
 			}
 		}

@@ -55,13 +55,13 @@ func (n *Node) nextBalanced(tp *metadata.Topic) uint32 {
 func consumerKey(tp *metadata.Topic, cons wire.Consumer) (offsetKey, *metadata.ConsumerGroup, wire.Code) {
 	switch cons.Kind {
 	case wire.ConsumerKindSingle:
-		return offsetKey{kind: wire.ConsumerKindSingle, id: wire.ConsumerKey(cons.ID)}, nil, 0
+		return offsetKey{Kind: wire.ConsumerKindSingle, ID: wire.ConsumerKey(cons.ID)}, nil, 0
 	case wire.ConsumerKindGroup:
 		g := tp.ResolveGroup(cons.ID)
 		if g == nil {
 			return offsetKey{}, nil, wire.CodeConsumerGroupIdNotFound
 		}
-		return offsetKey{kind: wire.ConsumerKindGroup, id: g.ID}, g, 0
+		return offsetKey{Kind: wire.ConsumerKindGroup, ID: g.ID}, g, 0
 	}
 	return offsetKey{}, nil, wire.CodeInvalidCommand
 }
@@ -316,10 +316,10 @@ func (c *conn) getOffset(h *wire.RequestHeader, req *wire.GetConsumerOffset) boo
 	if c.t.status != 0 {
 		return c.status(h, wire.Code(c.t.status))
 	}
-	if !c.t.poll.found {
+	if !c.t.poll.Found {
 		return c.ok(h, nil)
 	}
-	info := wire.ConsumerOffsetInfo{PartitionID: tg.partition, CurrentOffset: c.t.poll.current, StoredOffset: c.t.poll.stored}
+	info := wire.ConsumerOffsetInfo{PartitionID: tg.partition, CurrentOffset: c.t.poll.Current, StoredOffset: c.t.poll.Stored}
 	return c.okPayload(h, &info)
 }
 
@@ -425,7 +425,7 @@ func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollS
 
 // pollFinish answers with the records pollOnce left in c.t.poll.
 func (c *conn) pollFinish(h *wire.RequestHeader) bool {
-	if (c.n.atRest.sealed() || c.t.poll.compressed) && len(c.t.poll.parts) > 0 {
+	if (c.n.atRest.sealed() || c.t.poll.Compressed) && len(c.t.poll.Parts) > 0 {
 		buf, code := c.n.decodePoll(c.dbuf, &c.t.poll)
 		c.dbuf = buf
 		if code != 0 {
@@ -441,7 +441,7 @@ func (c *conn) pollFinish(h *wire.RequestHeader) bool {
 func (c *conn) pollReply(h *wire.RequestHeader) bool {
 	r := &c.t.poll
 	size := wire.HeaderSize + wire.PollReplyPrefixSize
-	for _, p := range r.parts {
+	for _, p := range r.Parts {
 		size += len(p)
 	}
 	rh := wire.ReplyTo(h)
@@ -451,9 +451,9 @@ func (c *conn) pollReply(h *wire.RequestHeader) bool {
 	}
 	hb := c.wbuf[:wire.HeaderSize]
 	rh.Put(hb)
-	hb = wire.AppendPollReplyPrefix(hb, r.partition, r.current, r.count)
+	hb = wire.AppendPollReplyPrefix(hb, r.Partition, r.Current, r.Count)
 	c.iov = append(c.iov[:0], hb)
-	c.iov = append(c.iov, r.parts...)
+	c.iov = append(c.iov, r.Parts...)
 	var err error
 	if vw, ok := c.nc.(transport.VecWriter); ok {
 		_, err = vw.WriteVec(c.iov)

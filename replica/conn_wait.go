@@ -55,12 +55,12 @@ func (c *conn) pollWaiting(h *wire.RequestHeader, req *wire.PollMessages) bool {
 				return ok
 			}
 			r := &c.t.poll
-			if r.count > 0 || !r.waitable {
+			if r.Count > 0 || !r.Waitable {
 				ok := c.pollFinish(h)
 				lw.w.Delivered()
 				return ok
 			}
-			lw.targets = append(lw.targets, longpoll.Target{NS: uint64(st.tg.ns), Rev: st.tg.rev, After: r.need})
+			lw.targets = append(lw.targets, longpoll.Target{NS: uint64(st.tg.ns), Rev: st.tg.rev, After: r.Need})
 			if i+1 >= st.owned {
 				break
 			}

@@ -10,7 +10,7 @@ import (
 )
 
 // sendAs sends body with a producer identity and returns the task's answer.
-func sendAs(t *testing.T, sh *shardLoop, p *partition, producer byte, sess, req uint64, body []byte) *task {
+func sendAs(t *testing.T, sh *shardLoop, p *part, producer byte, sess, req uint64, body []byte) *task {
 	t.Helper()
 	tk := &task{kind: tkSend, ns: p.ns, rev: p.revision, body: body,
 		producer: vsr.Checksum{producer}, pSession: sess, pRequest: req}

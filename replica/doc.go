@@ -98,10 +98,10 @@
 // CannotDecryptData (72) under encryption, Error (1) otherwise. Without
 // encryption records that are not compressed go to the socket as read. A
 // compressed record is never cut on the shard: the poll hands it whole
-// with the range to keep (pollResult.cuts), cut after decoding. The
+// with the range to keep (partition.PollResult.Cuts), cut after decoding. The
 // journal holds the stored form too (it is the prepare body). Segment
 // sizes, retention and max_topic_size count stored bytes; GET_STATS with
-// iggo's extension also reports the original size (partition_sizes.go).
+// iggo's extension also reports the original size (package partition).
 // At boot, before anything under path is read,
 // {path}/encryption_key_check (codec.KeyCheck: an HMAC of a constant under
 // the key, never the key) refuses a wrong key, a directory written with a
@@ -117,7 +117,7 @@
 // package longpoll), never on a shard loop: the poll task reports the
 // offset it needs, the connection registers it with the partition's feed
 // and blocks on a channel, and the owning shard's publish after the
-// segment write of applied batches (partition.publish) wakes it; it then
+// segment write of applied batches (package partition) wakes it; it then
 // polls again. Every replica publishes its own applies, so a poll on a
 // backup waits for that backup's commit. A consumer-group poll without a
 // partition polls every partition the member owns before it waits on all
@@ -223,7 +223,7 @@
 // An empty directory is a new node (a new cluster may start with --fresh
 // everywhere). A replica whose missing ops no peer's journal still holds
 // fetches a peer's latest checkpoint by state transfer (transfer.go,
-// transfer_partition.go): for the metadata group the session table
+// package partition): for the metadata group the session table
 // (artifact 0) and the metadata snapshot (1), installed as a new
 // snapshot.bin, after which the shards open and drop partitions to match;
 // for a partition the checkpoint file (1), its segment list (2) and the
@@ -386,27 +386,11 @@
 // before it (low half first). The newest valid slot wins; a torn write can
 // only damage the slot being written.
 //
-// # Partition checkpoint (checkpoint-{op:020})
+// # Partition checkpoint, segment list, purge.gen
 //
-// Little-endian: magic "IGGOPCKP" (8), version u32 = 2, reserved u32 = 0,
-// op u64, next offset u64, purge generation u64, consumer offset count u32,
-// then per offset in ascending (kind, id): kind u8 (1 consumer, 2 group),
-// id u32, offset u64; then the producer table: length u32 and that many
-// bytes as vsr encodes it (u32 count | 1<<31 | 1<<30, u64 eviction floor,
-// per producer by ascending id: [16] producer, u64 session, u32 user, u8
-// owned = 1, u64 last request, u64 last op, u64 reply op, u32 reply length,
-// the reply: the u64 base offset of the send); then XXH3-128 of everything
-// before it. Version 1 (no producer table) is still read, as an empty table.
-// The manifest lists the producer table again as artifact 0 for state
-// transfer.
-//
-// # Segment list (segments-{op:020}, cluster mode)
-//
-// Little-endian: magic "IGGOPSEG" (8), version u32 = 1, segment count u32,
-// then per segment, oldest first: start offset u64, size u64 (.log bytes
-// at the checkpoint), XXH3-128 of those bytes (low half first); then
-// XXH3-128 of everything before it. Written with every partition
-// checkpoint of a cluster node, removed with the checkpoint.
+// The partition's files — checkpoint-{op:020}, segments-{op:020} (cluster
+// mode), purge.gen, transfer/artifact-{id} and compressed — are laid out
+// byte by byte in package partition (replica/partition/doc.go).
 //
 // # Metadata checkpoint (snapshot.bin)
 //
@@ -423,31 +407,10 @@
 // Replies are [code u32] then, for a successful create, the record
 // (stream, topic, group, user) in its wire encoding.
 //
-// Partition groups (the operation byte says which):
-//
-//	160 send            the message batch in its stored form (package
-//	                    codec: as sent, compressed, sealed)
-//	161 store offset    [kind u8][id u32][offset u64][flags u8: bit 0 auto-commit]
-//	                    [cap u32] (the partition.consumer_offsets_max of the node
-//	                    that took the request: a store of a key absent from the
-//	                    partition is refused with 3009 TopicFull when it already
-//	                    holds cap keys of that kind, on every replica alike;
-//	                    a 14-byte body, journaled before the cap, has no cap)
-//	162 delete offset   [kind u8][id u32]
-//	170 purge           [generation u64]
-//	171 drop group      [group_id u32]
-//	172 delete segments [keep_from u64] (cluster mode: the leading sealed
-//	                    segments whose next offset is at or below keep_from go,
-//	                    stopping at the first that ends above it or is active;
-//	                    a replay or a duplicate deletes nothing more). Sent by
-//	                    DELETE_SEGMENTS and by retention: the partition primary
-//	                    evaluates message_expiry and max_topic_size and names
-//	                    the end of the last segment they select. Applying it
-//	                    asks vsr for a checkpoint at once when the latest
-//	                    checkpoint lists a segment it deleted.
-//
-// Replies: send [base_offset u64]; the others [code u32] (0, 3009 for a store
-// refused by its cap, or 3021 for a delete of an absent offset). An auto-commit never moves an offset back.
+// Partition groups: operations 160 (send), 161 (store offset), 162
+// (delete offset), 170 (purge), 171 (drop group) and 172 (delete
+// segments), their bodies and replies, are laid out in package partition
+// (replica/partition/doc.go, "Prepare bodies").
 //
 // # Cluster metadata and leader redirection
 //

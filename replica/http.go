@@ -168,7 +168,7 @@ func (n *Node) health() httpapi.Health {
 			for _, p := range tp.Partitions {
 				ns := shard.MustNamespace(st.ID, tp.ID, p.ID)
 				v, ok := n.partStats.Load(ns)
-				if !ok || v.(*partStats).revision != p.Revision {
+				if !ok || v.(*partStats).Revision != p.Revision {
 					h.Detail = fmt.Sprintf("partition %d/%d/%d not open", st.ID, tp.ID, p.ID)
 					return h
 				}
@@ -210,8 +210,8 @@ func (n *Node) MetricsSnapshot(s *metrics.Snapshot) {
 	var order []tk
 	n.partStats.Range(func(k, v any) bool {
 		ns, ps := k.(shard.Namespace), v.(*partStats)
-		s.Segments += uint64(ps.segments.Load())
-		s.Messages += ps.messages.Load()
+		s.Segments += uint64(ps.Segments.Load())
+		s.Messages += ps.Messages.Load()
 		key := tk{ns.Stream(), ns.Topic()}
 		t := topics[key]
 		if t == nil {
@@ -219,12 +219,12 @@ func (n *Node) MetricsSnapshot(s *metrics.Snapshot) {
 			topics[key] = t
 			order = append(order, key)
 		}
-		t.AppendedMessages += ps.appendedMsgs.Load()
-		t.AppendedBytes += ps.appendedBytes.Load()
-		t.PolledMessages += ps.polledMsgs.Load()
-		t.PolledBytes += ps.polledBytes.Load()
-		t.StoredMessages += ps.messages.Load()
-		t.StoredBytes += ps.size.Load()
+		t.AppendedMessages += ps.AppendedMsgs.Load()
+		t.AppendedBytes += ps.AppendedBytes.Load()
+		t.PolledMessages += ps.PolledMsgs.Load()
+		t.PolledBytes += ps.PolledBytes.Load()
+		t.StoredMessages += ps.Messages.Load()
+		t.StoredBytes += ps.Size.Load()
 		return true
 	})
 	for _, k := range order {
@@ -232,10 +232,9 @@ func (n *Node) MetricsSnapshot(s *metrics.Snapshot) {
 	}
 	if n.rt != nil {
 		for _, st := range n.rt.Stats() {
-			s.Shards = append(s.Shards, metrics.ShardStat{Shard: st.Shard, Queued: st.Queued, QueuedReplies: st.QueuedReplies,
-				Accepted: st.Accepted, Processed: st.Processed, Refused: st.Refused, RefusedReply: st.RefusedReply,
-				Stopped: st.RefusedStopped, Iterations: st.Iterations, GroupCommits: st.GroupCommits, Syncs: st.Syncs,
-				SyncFailures: st.SyncFailures, MaxBatch: st.MaxBatch})
+			s.Shards = append(s.Shards, metrics.ShardStat{Shard: st.Shard, Queued: st.Queued,
+				Accepted: st.Accepted, Processed: st.Processed, Refused: st.Refused,
+				Stopped: st.RefusedStopped, Iterations: st.Iterations, MaxBatch: st.MaxBatch})
 		}
 	}
 	for _, r := range n.GroupRoles() {

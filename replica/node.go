@@ -721,7 +721,7 @@ func (n *Node) bootPartitions() error {
 					errs[i] = err
 					return
 				}
-				if spec.purgeGen > p.purgeGen {
+				if spec.purgeGen > p.PurgeGen() {
 					p.submitPurge(spec.purgeGen)
 					sh.settle()
 				}
@@ -739,14 +739,14 @@ func (n *Node) bootPartitions() error {
 	}
 	for _, sh := range n.shards {
 		for _, p := range sh.parts {
-			segs, msgs, size := int(p.stats.segments.Load()), p.stats.messages.Load(), p.stats.size.Load()
-			p.log.Debug("partition recovered", zap.Uint64("op", p.applied), zap.Uint64("checkpoint_op", p.g.durableCkpt),
+			segs, msgs, size := int(p.stats.Segments.Load()), p.stats.Messages.Load(), p.stats.Size.Load()
+			p.log.Debug("partition recovered", zap.Uint64("op", p.AppliedOp()), zap.Uint64("checkpoint_op", p.g.durableCkpt),
 				zap.Int("journal_ops_replayed", p.g.bootOps), zap.Int("segments", segs), zap.Uint64("messages", msgs),
-				zap.Uint64("bytes", size), zap.Uint64("next_offset", p.next), zap.Int("consumer_offsets", len(p.offsets)))
+				zap.Uint64("bytes", size), zap.Uint64("next_offset", p.NextOffset()), zap.Int("consumer_offsets", p.OffsetCount()))
 			tot.segments += segs
 			tot.messages += msgs
 			tot.bytes += size
-			tot.offsets += len(p.offsets)
+			tot.offsets += p.OffsetCount()
 			tot.ops += p.g.bootOps
 		}
 	}
@@ -801,13 +801,13 @@ func (n *Node) removeStaleStorage(keep map[string]bool) error {
 	return osfs.SyncDir(root)
 }
 
-func (n *Node) registerPartition(p *partition) {
+func (n *Node) registerPartition(p *part) {
 	if p != nil {
 		n.partStats.Store(p.ns, p.stats)
 	}
 }
 
-func (n *Node) unregisterPartition(p *partition) { n.partStats.CompareAndDelete(p.ns, p.stats) }
+func (n *Node) unregisterPartition(p *part) { n.partStats.CompareAndDelete(p.ns, p.stats) }
 
 // PartitionStats implements metadata.StatsSource over the shards'
 // published figures.
@@ -821,17 +821,17 @@ func (n *Node) PartitionStats(stream, topic uint32, p metadata.Partition) metada
 		return metadata.PartitionStats{SegmentsCount: 1}
 	}
 	s := v.(*partStats)
-	if s.revision != p.Revision {
+	if s.Revision != p.Revision {
 		return metadata.PartitionStats{SegmentsCount: 1}
 	}
-	if s.purgeGen.Load() < p.PurgeGeneration {
+	if s.PurgeGen.Load() < p.PurgeGeneration {
 		// Purged in the metadata, the partition's own purge op not applied
 		// yet: report what the purge leaves, so a read after the purge's
 		// reply sees it.
-		return metadata.PartitionStats{SegmentsCount: 1, CurrentOffset: s.current.Load()}
+		return metadata.PartitionStats{SegmentsCount: 1, CurrentOffset: s.Current.Load()}
 	}
-	return metadata.PartitionStats{SegmentsCount: s.segments.Load(), CurrentOffset: s.current.Load(),
-		SizeBytes: s.size.Load(), MessagesCount: s.messages.Load()}
+	return metadata.PartitionStats{SegmentsCount: s.Segments.Load(), CurrentOffset: s.Current.Load(),
+		SizeBytes: s.Size.Load(), MessagesCount: s.Messages.Load()}
 }
 
 // applyEffects turns committed metadata effects into work for the shards

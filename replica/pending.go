@@ -152,7 +152,7 @@ func (sh *shardLoop) retryOpens() {
 		}
 		delete(sh.pending, ns)
 		sh.log.Info("partition opened after waiting for descriptors", zap.Stringer("partition", ns), zap.Int("attempts", po.attempts))
-		if po.bootPurge && po.spec.purgeGen > p.purgeGen {
+		if po.bootPurge && po.spec.purgeGen > p.PurgeGen() {
 			p.submitPurge(po.spec.purgeGen)
 		}
 		sh.n.registerPartition(p)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
-	"github.com/iggo/iggo/segment"
+	"github.com/iggo/iggo/replica/partition"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/vsr"
@@ -35,6 +35,7 @@ const (
 	tkClean                              // retention pass over this shard's partitions
 	tkFrame                              // a replica-plane frame for a group of this shard
 	tkForwarded                          // a request a backup forwarded (internal, onDone)
+	tkPartOp                             // an internal partition op (partition.Host.Propose, onDone)
 )
 
 // wireCodeUnavailable answers requests to a group that stopped after a
@@ -97,9 +98,7 @@ func (t *task) failStatus(code uint32) { t.status = code }
 
 func (t *task) resetResult() {
 	t.status, t.vstatus, t.evict, t.op, t.reply = 0, 0, 0, 0, nil
-	t.poll.count, t.poll.parts, t.poll.found = 0, t.poll.parts[:0], false
-	t.poll.waitable, t.poll.need = false, 0
-	t.poll.compressed, t.poll.ncut = false, 0
+	t.poll.Reset()
 }
 
 // shardLoop is one shard's handler: the consensus groups it owns (the
@@ -112,23 +111,18 @@ type shardLoop struct {
 	log *zap.Logger
 
 	groups map[uint64]*group
-	parts  map[shard.Namespace]*partition
+	parts  map[shard.Namespace]*part
 	meta   *metaSM
 
 	dirty      []*group
 	syncGroups []*group
-	segQueue   []*partition
-	segSyncs   []*partition
-	segHints   []*partition
-	batch      vfs.Batch
-	deliver    []*task
-	callbacks  []*task
-	outbox     []outTask
-	stamps     stampPool
-
-	// writebackBytes is partition.segment_writeback_bytes: segment bytes
-	// between writeback hints, 0 for none.
-	writebackBytes uint64
+	// pipe is the segment write pipeline of this shard's partitions.
+	pipe      *partition.Pipeline
+	batch     vfs.Batch
+	deliver   []*task
+	callbacks []*task
+	outbox    []outTask
+	stamps    stampPool
 
 	// ticks counts consensus ticks; pending holds the partitions waiting
 	// to be opened again (pending.go).
@@ -144,18 +138,16 @@ type outTask struct {
 
 func newShardLoop(n *Node, id int, fsys vfs.ShardFS) *shardLoop {
 	mp := n.cfg.MemoryPool
-	return &shardLoop{n: n, id: id, fs: fsys, log: n.log.Named("shard").With(zap.Int("shard", id)),
-		groups: map[uint64]*group{}, parts: map[shard.Namespace]*partition{},
-		stamps:         newStampPool(mp.Enabled, int64(mp.Size), mp.BucketCapacity, max(len(n.shards), 1)),
-		writebackBytes: n.cfg.Partition.SegmentWritebackBytes.Bytes()}
+	sh := &shardLoop{n: n, id: id, fs: fsys, log: n.log.Named("shard").With(zap.Int("shard", id)),
+		groups: map[uint64]*group{}, parts: map[shard.Namespace]*part{},
+		stamps: newStampPool(mp.Enabled, int64(mp.Size), mp.BucketCapacity, max(len(n.shards), 1))}
+	sh.pipe = partition.NewPipeline(n.cfg.Partition.SegmentWritebackBytes.Bytes(), &sh.stamps)
+	return sh
 }
 
 // Handle implements shard.Handler: everything one wake-up brought, then the
 // consensus work it caused, then one group commit, then the replies.
 func (sh *shardLoop) Handle(it *shard.Iteration[*task]) {
-	for _, t := range it.Replies {
-		sh.dispatch(t)
-	}
 	for _, t := range it.Messages {
 		sh.dispatch(t)
 	}
@@ -166,15 +158,10 @@ func (sh *shardLoop) Handle(it *shard.Iteration[*task]) {
 	sh.flushOutbox()
 }
 
-// EndIteration implements shard.Handler. The node does its own group
-// commit inside Handle (journals and segments through one vfs.Batch), so
-// nothing is registered with the runtime's.
-func (sh *shardLoop) EndIteration(*shard.Iteration[*task]) {}
-
 // Close implements shard.Handler: leftover requests are answered, files
 // closed.
 func (sh *shardLoop) Close(left shard.Leftover[*task]) {
-	for _, t := range append(left.Messages, left.Replies...) {
+	for _, t := range left.Messages {
 		if t.kind == tkConn {
 			t.conn.abort()
 			continue
@@ -205,7 +192,7 @@ func (sh *shardLoop) closeAll() {
 			g.drop(wireCodeUnavailable)
 		}
 	}
-	sh.parts = map[shard.Namespace]*partition{}
+	sh.parts = map[shard.Namespace]*part{}
 	sh.groups = map[uint64]*group{}
 	for _, t := range sh.deliver {
 		if t.done != nil {
@@ -316,8 +303,7 @@ func (sh *shardLoop) drive() {
 			for _, g := range sh.syncGroups {
 				g.ticket = g.j.SyncTo(&sh.batch)
 			}
-			plans := sh.addSegmentSyncs()
-			sh.addSegmentHints()
+			plans := sh.pipe.StageSyncs(&sh.batch)
 			var err error
 			if !sh.batch.Empty() {
 				start := time.Now()
@@ -325,7 +311,7 @@ func (sh *shardLoop) drive() {
 				sh.n.metrics.ObserveStorage(metrics.GroupCommit, time.Since(start))
 			}
 			sh.batch.Reset()
-			completeSegmentSyncs(plans, err)
+			sh.pipe.FinishSyncs(plans, err)
 			groups := sh.syncGroups
 			sh.syncGroups = nil
 			for _, g := range groups {
@@ -333,17 +319,16 @@ func (sh *shardLoop) drive() {
 				sh.markDirty(g)
 			}
 		}
-		if len(sh.segQueue) > 0 {
-			sh.flushSegments()
+		if sh.pipe.Queued() {
+			sh.pipe.Flush(&sh.batch, sh.submitSegments)
 		}
 		if !progress && len(sh.dirty) == 0 {
-			if (len(sh.segSyncs) > 0 || len(sh.segHints) > 0) && len(sh.syncGroups) == 0 {
+			if sh.pipe.SyncsDue() && len(sh.syncGroups) == 0 {
 				// No group commit to ride (replicated topics journal
 				// without fdatasync): sync and hint what is due on its
 				// own.
 				sh.batch.Reset()
-				plans := sh.addSegmentSyncs()
-				sh.addSegmentHints()
+				plans := sh.pipe.StageSyncs(&sh.batch)
 				var err error
 				if !sh.batch.Empty() {
 					start := time.Now()
@@ -351,140 +336,20 @@ func (sh *shardLoop) drive() {
 					sh.n.metrics.ObserveStorage(metrics.SegmentSync, time.Since(start))
 				}
 				sh.batch.Reset()
-				completeSegmentSyncs(plans, err)
+				sh.pipe.FinishSyncs(plans, err)
 			}
 			return
 		}
 	}
 }
 
-// flushSegments writes every partition's pending records: one vectored
-// write per segment, all in one submission, plus the segment syncs that
-// persisted topics' flush thresholds call for.
-func (sh *shardLoop) flushSegments() {
-	for len(sh.segQueue) > 0 {
-		queue := sh.segQueue
-		sh.segQueue = nil
-		sh.batch.Reset()
-		type staged struct {
-			p  *partition
-			n  int
-			st segment.Staged
-		}
-		var st []staged
-		for _, p := range queue {
-			p.queued = false
-			if len(p.pending) == 0 || p.g.failed != nil {
-				p.pending = nil
-				continue
-			}
-			s, err := p.seg.StageAppend(&sh.batch, p.pending)
-			if err != nil {
-				p.g.fail(fmt.Errorf("staging segment append: %w", err))
-				p.pending = nil
-				continue
-			}
-			st = append(st, staged{p, s.Records, s})
-		}
-		var err error
-		if !sh.batch.Empty() {
-			start := time.Now()
-			err = sh.fs.Submit(&sh.batch)
-			sh.n.metrics.ObserveStorage(metrics.SegmentWrite, time.Since(start))
-		}
-		sh.batch.Reset()
-		for _, s := range st {
-			p := s.p
-			if ferr := p.seg.FinishAppend(err); ferr != nil {
-				p.g.fail(fmt.Errorf("segment append: %w", ferr))
-				p.pending = nil
-				continue
-			}
-			for _, r := range p.pending[:s.n] {
-				p.unhinted += uint64(len(r))
-			}
-			p.followAppend(s.st, p.pending[:s.n])
-			p.noteWritten(s.st.Segment, p.pending[:s.n])
-			p.releaseWritten(s.n)
-			p.pending = p.pending[s.n:]
-			if len(p.pending) > 0 {
-				if !p.queued {
-					p.queued = true
-					sh.segQueue = append(sh.segQueue, p)
-				}
-			} else {
-				p.pending = nil
-			}
-			p.publish()
-			if !p.syncWanted && p.segmentSyncDue() {
-				p.syncWanted = true
-				sh.segSyncs = append(sh.segSyncs, p)
-			}
-			if !p.hintWanted && p.writebackDue() {
-				p.hintWanted = true
-				sh.segHints = append(sh.segHints, p)
-			}
-		}
-	}
-}
-
-// addSegmentSyncs puts the segment syncs persisted topics' flush
-// thresholds asked for into the group commit that is about to run, so they
-// share its submission instead of adding a round trip to an ack. They are
-// not needed for durability (the journal has every acknowledged op); they
-// bound how much a restart re-hashes and replays.
-func (sh *shardLoop) addSegmentSyncs() []plannedSync {
-	var out []plannedSync
-	for _, p := range sh.segSyncs {
-		p.syncWanted = false
-		if p.g.failed != nil || p.g.closed {
-			continue
-		}
-		plan, err := p.seg.PlanSync()
-		if err != nil {
-			p.g.fail(fmt.Errorf("segment sync plan: %w", err))
-			continue
-		}
-		plan.AddTo(&sh.batch)
-		out = append(out, plannedSync{p: p, plan: plan})
-	}
-	clear(sh.segSyncs)
-	sh.segSyncs = sh.segSyncs[:0]
-	return out
-}
-
-// addSegmentHints puts writeback hints for the segment bytes appended
-// since the last hint into the submission about to run. A hint rides the
-// group commit's sync submission: the kernel starts writing those pages
-// while the journal fdatasync runs, so neither the ack path nor the
-// checkpoint's segment fdatasync later waits for a backlog of dirty pages.
-// segHints holds each partition at most once (hintWanted).
-func (sh *shardLoop) addSegmentHints() {
-	for _, p := range sh.segHints {
-		p.hintWanted = false
-		if p.g.failed != nil || p.g.closed {
-			continue
-		}
-		p.seg.StageWriteback(&sh.batch)
-		p.unhinted = 0
-	}
-	clear(sh.segHints)
-	sh.segHints = sh.segHints[:0]
-}
-
-type plannedSync struct {
-	p    *partition
-	plan segment.SyncPlan
-}
-
-func completeSegmentSyncs(plans []plannedSync, err error) {
-	for _, pl := range plans {
-		if cerr := pl.p.seg.CompleteSync(pl.plan, err); cerr != nil {
-			pl.p.g.fail(fmt.Errorf("segment sync: %w", cerr))
-			continue
-		}
-		pl.p.unsyncedMsgs, pl.p.unsyncedSize = 0, 0
-	}
+// submitSegments submits the pipeline's segment writes (partition.Pipeline
+// .Flush: one vectored write per segment, all in one submission).
+func (sh *shardLoop) submitSegments(b *vfs.Batch) error {
+	start := time.Now()
+	err := sh.fs.Submit(b)
+	sh.n.metrics.ObserveStorage(metrics.SegmentWrite, time.Since(start))
+	return err
 }
 
 func (sh *shardLoop) tick(n uint64) {
@@ -607,8 +472,7 @@ func (sh *shardLoop) dispatch(t *task) {
 		}
 	case tkGroupDeleted:
 		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
-			p.g.submit(&task{kind: tkGroupDeleted, onDone: func(*task) {}},
-				vsr.Request{Operation: opDropGroupOffsets, WallClock: nowMicros(), Body: u32Bytes(t.group)})
+			p.DropGroupOffsets(t.group, nowMicros())
 		}
 	case tkClean:
 		view := sh.n.store.View()
@@ -625,7 +489,7 @@ func (sh *shardLoop) dispatch(t *task) {
 			if tp == nil || tp.Revision > p.revision {
 				continue
 			}
-			p.clean(tp, now)
+			p.Clean(tp, now)
 		}
 	default:
 		panic(fmt.Sprintf("replica: shard %d: task kind %d", sh.id, t.kind))
@@ -634,7 +498,7 @@ func (sh *shardLoop) dispatch(t *task) {
 
 // deletePartition tears a partition down: waiting requests are answered,
 // files closed and its directory removed.
-func (sh *shardLoop) deletePartition(p *partition) {
+func (sh *shardLoop) deletePartition(p *part) {
 	p.close()
 	sh.n.releasePartitionSlot()
 	delete(sh.parts, p.ns)

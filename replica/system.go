@@ -221,10 +221,10 @@ func (n *Node) stats(view *metadata.State) wire.Stats {
 	}
 	n.partStats.Range(func(_, v any) bool {
 		ps := v.(*partStats)
-		s.MessagesSizeBytes += ps.size.Load()
-		s.MessagesOriginalSizeBytes += ps.original.Load()
-		s.MessagesCount += ps.messages.Load()
-		s.Segments += ps.segments.Load()
+		s.MessagesSizeBytes += ps.Size.Load()
+		s.MessagesOriginalSizeBytes += ps.Original.Load()
+		s.MessagesCount += ps.Messages.Load()
+		s.Segments += ps.Segments.Load()
 		return true
 	})
 	var fs unix.Statfs_t

@@ -211,7 +211,7 @@ func (n *Node) reconcilePartitions(sh *shardLoop, view *metadata.State) {
 	}
 	n.partStats.Range(func(k, v any) bool {
 		ns := k.(shard.Namespace)
-		rev := v.(*partStats).revision
+		rev := v.(*partStats).Revision
 		if w, ok := want[ns]; !ok || w != rev {
 			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartDelete, ns: ns, rev: rev})
 		}

@@ -20,11 +20,10 @@ func (h *countHandler) Handle(it *Iteration[int]) {
 		close(h.done)
 	}
 }
-func (h *countHandler) EndIteration(*Iteration[int]) {}
-func (h *countHandler) Close(Leftover[int])          {}
+func (h *countHandler) Close(Leftover[int]) {}
 
 func benchConfig(shards int) Config {
-	return Config{Shards: shards, InboxCapacity: 65536, ReplyInboxCapacity: 1024, BatchMax: 256, TickInterval: -1}
+	return Config{Shards: shards, InboxCapacity: 65536, BatchMax: 256, TickInterval: -1}
 }
 
 // BenchmarkInboxThroughput pushes b.N messages through one shard from one
@@ -80,8 +79,7 @@ func (h *hopHandler) Handle(it *Iteration[int]) {
 		}
 	}
 }
-func (h *hopHandler) EndIteration(*Iteration[int]) {}
-func (h *hopHandler) Close(Leftover[int])          {}
+func (h *hopHandler) Close(Leftover[int]) {}
 
 // BenchmarkCrossShardHop measures one shard-to-shard hand-off: a single
 // message bounces between two shards b.N times, so ns/op is the latency of

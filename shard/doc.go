@@ -1,6 +1,6 @@
 // Package shard is iggo's per-core runtime: which CPUs run shards
 // (cpu_allocation), pinning, one event loop per shard with bounded inboxes,
-// consensus ticks, group commit, namespace → shard routing, and the
+// consensus ticks, namespace → shard routing, and the
 // round-robin connection hand-off. It knows nothing about Iggy commands: the
 // replica layer supplies the message type and the per-shard Handler.
 //
@@ -17,27 +17,25 @@
 //
 // # Loop
 //
-// Each shard has two bounded lanes, both Go channels allocated up front:
+// Each shard has one bounded inbox, a Go channel allocated up front
+// (inbox_capacity): consensus frames, forwarded requests, connection
+// hand-offs, I/O completions. Replies do not come back through an inbox:
+// the node hands each request's answer to the waiting connection on the
+// request itself.
 //
-//	main  (inbox_capacity)        consensus frames, forwarded requests,
-//	                              connection hand-offs, I/O completions
-//	reply (reply_inbox_capacity)  replies travelling back to the shard that
-//	                              owns the client connection
-//
-// TrySend never blocks and never drops: a full lane returns ErrInboxFull and
-// the caller keeps the message (and the duty to fail it visibly). The loop
-// blocks in a single select on the lanes, its tick wake-up and its stop
-// channel — no polling, no spinning. One wake-up runs one Iteration:
+// TrySend never blocks and never drops: a full inbox returns ErrInboxFull
+// and the caller keeps the message (and the duty to fail it visibly). The
+// loop blocks in a single select on the inbox, its tick wake-up and its
+// stop channel — no polling, no spinning. One wake-up runs one Iteration:
 //
 //  1. take the first ready message, then everything else already queued,
-//     alternating lanes, up to batch_max messages;
+//     up to batch_max messages;
 //  2. read and reset the coalesced tick counter;
-//  3. Handler.Handle(iteration) — the handler registers every file that must
-//     be durable with Iteration.NeedSync;
-//  4. group commit: each registered file is fdatasync'ed once
-//     (GroupCommit.Flush), however many messages touched it;
-//  5. Handler.EndIteration(iteration) — acks that required durability go
-//     out now, with Iteration.SyncFailures naming any file that failed.
+//  3. Handler.Handle(iteration).
+//
+// Durability is the handler's: the node's shard loop gathers every journal
+// and segment fdatasync its iteration needs into one vfs submission (its
+// group commit) inside Handle, so the runtime holds no file state.
 //
 // Ticks are not messages. A single ticker (10 ms by default) increments each
 // shard's tick counter and posts at most one wake-up token into a one-slot

@@ -9,33 +9,28 @@ type counters struct {
 	// written by senders
 	accepted           atomic.Uint64
 	refused            atomic.Uint64
-	refusedReply       atomic.Uint64
 	refusedStopped     atomic.Uint64
 	tickWakesCoalesced atomic.Uint64
 	_                  [64]byte
 	// written by the loop
-	processed    atomic.Uint64
-	iterations   atomic.Uint64
-	ticks        atomic.Uint64
-	groupCommits atomic.Uint64
-	syncs        atomic.Uint64
-	syncFailures atomic.Uint64
-	maxBatch     atomic.Uint64
-	abandoned    atomic.Uint64
+	processed  atomic.Uint64
+	iterations atomic.Uint64
+	ticks      atomic.Uint64
+	maxBatch   atomic.Uint64
+	abandoned  atomic.Uint64
 }
 
 // Stats is a snapshot of one shard's counters.
 type Stats struct {
 	Shard int
 	CPU   int
-	// Accepted counts messages queued on either lane; Processed those a
-	// handler has finished (Handle and EndIteration returned).
+	// Accepted counts messages queued; Processed those a handler has
+	// finished (Handle returned).
 	Accepted  uint64
 	Processed uint64
-	// Refused and RefusedReply count TrySend/TrySendReply calls refused
-	// because the lane was full; RefusedStopped those refused after stop.
+	// Refused counts TrySend calls refused because the inbox was full;
+	// RefusedStopped those refused after stop.
 	Refused        uint64
-	RefusedReply   uint64
 	RefusedStopped uint64
 	// Iterations counts loop passes that ran the handler.
 	Iterations uint64
@@ -43,18 +38,12 @@ type Stats struct {
 	// counts ticks that found a wake-up already pending and merged into it.
 	Ticks              uint64
 	TickWakesCoalesced uint64
-	// GroupCommits counts iterations that synced files, Syncs the files
-	// synced, SyncFailures the syncs that failed.
-	GroupCommits uint64
-	Syncs        uint64
-	SyncFailures uint64
 	// MaxBatch is the largest number of messages one iteration carried.
 	MaxBatch uint64
 	// Abandoned is the number of messages handed to Handler.Close at stop.
 	Abandoned uint64
-	// Queued and QueuedReplies are the lanes' current lengths.
-	Queued        int
-	QueuedReplies int
+	// Queued is the inbox's current length.
+	Queued int
 }
 
 // Stats snapshots the shard's counters. Counters are read one by one, so a
@@ -67,17 +56,12 @@ func (s *Shard[M]) Stats() Stats {
 		Accepted:           c.accepted.Load(),
 		Processed:          c.processed.Load(),
 		Refused:            c.refused.Load(),
-		RefusedReply:       c.refusedReply.Load(),
 		RefusedStopped:     c.refusedStopped.Load(),
 		Iterations:         c.iterations.Load(),
 		Ticks:              c.ticks.Load(),
 		TickWakesCoalesced: c.tickWakesCoalesced.Load(),
-		GroupCommits:       c.groupCommits.Load(),
-		Syncs:              c.syncs.Load(),
-		SyncFailures:       c.syncFailures.Load(),
 		MaxBatch:           c.maxBatch.Load(),
 		Abandoned:          c.abandoned.Load(),
 		Queued:             len(s.main),
-		QueuedReplies:      len(s.reply),
 	}
 }

@@ -13,21 +13,20 @@ import (
 
 // Defaults for Config fields left zero.
 const (
-	DefaultTickInterval       = 10 * time.Millisecond
-	DefaultBatchMax           = 256
-	DefaultInboxCapacity      = 65536
-	DefaultReplyInboxCapacity = 1024
-	DefaultDrainTimeout       = 10 * time.Second
-	DefaultPollInterval       = 50 * time.Millisecond
-	DefaultJoinTimeout        = 30 * time.Second
+	DefaultTickInterval  = 10 * time.Millisecond
+	DefaultBatchMax      = 256
+	DefaultInboxCapacity = 65536
+	DefaultDrainTimeout  = 10 * time.Second
+	DefaultPollInterval  = 50 * time.Millisecond
+	DefaultJoinTimeout   = 30 * time.Second
 
-	// MaxInboxCapacity bounds both lanes, as sharding.inbox_capacity is
+	// MaxInboxCapacity bounds the inbox, as sharding.inbox_capacity is
 	// bounded in the config: a channel's buffer is allocated up front.
 	MaxInboxCapacity = 1 << 20
 )
 
 var (
-	// ErrInboxFull is returned by TrySend when the target lane has no free
+	// ErrInboxFull is returned by TrySend when the target inbox has no free
 	// slot. The message was not queued; the caller owns it and must fail
 	// the request, close the connection, or rely on a protocol retransmit.
 	ErrInboxFull = errors.New("shard: inbox full")
@@ -55,17 +54,12 @@ type Config struct {
 	// affinity to its CPU. A failure to pin is logged and the shard runs
 	// unpinned: it costs locality, not correctness.
 	Pin bool
-	// InboxCapacity bounds each shard's main lane (consensus frames,
+	// InboxCapacity bounds each shard's inbox (consensus frames,
 	// forwarded requests, connection hand-offs, I/O completions).
 	InboxCapacity int
-	// ReplyInboxCapacity bounds each shard's reply lane (replies forwarded
-	// from the shard that ran a request back to the shard that owns the
-	// client connection), kept apart so a burst of consensus traffic cannot
-	// crowd out replies, whose loss is terminal for the client.
-	ReplyInboxCapacity int
-	// BatchMax is the most messages (both lanes together) one loop
-	// iteration takes; the rest wait for the next iteration, so one busy
-	// producer cannot starve ticks or the group commit.
+	// BatchMax is the most messages one loop iteration takes; the rest
+	// wait for the next iteration, so one busy producer cannot starve
+	// ticks.
 	BatchMax int
 	// TickInterval is the consensus tick. Negative disables the internal
 	// ticker (tests and the simulator drive Runtime.Tick themselves).
@@ -78,8 +72,6 @@ type Config struct {
 	JoinTimeout  time.Duration
 	// Logger receives pinning and shutdown events; nil discards them.
 	Logger *zap.Logger
-	// NewGroupCommit builds each shard's group commit; nil uses SyncSet.
-	NewGroupCommit func(shard int) GroupCommit
 }
 
 func (c *Config) applyDefaults() error {
@@ -100,12 +92,9 @@ func (c *Config) applyDefaults() error {
 		}
 	}
 	def(&c.InboxCapacity, DefaultInboxCapacity)
-	def(&c.ReplyInboxCapacity, DefaultReplyInboxCapacity)
 	def(&c.BatchMax, DefaultBatchMax)
-	for name, v := range map[string]int{"InboxCapacity": c.InboxCapacity, "ReplyInboxCapacity": c.ReplyInboxCapacity} {
-		if v < 1 || v > MaxInboxCapacity {
-			return fmt.Errorf("shard: %s %d must be within 1..%d", name, v, MaxInboxCapacity)
-		}
+	if c.InboxCapacity < 1 || c.InboxCapacity > MaxInboxCapacity {
+		return fmt.Errorf("shard: InboxCapacity %d must be within 1..%d", c.InboxCapacity, MaxInboxCapacity)
 	}
 	if c.BatchMax < 1 {
 		return fmt.Errorf("shard: BatchMax %d must be at least 1", c.BatchMax)
@@ -125,9 +114,6 @@ func (c *Config) applyDefaults() error {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	if c.NewGroupCommit == nil {
-		c.NewGroupCommit = func(int) GroupCommit { return NewSyncSet() }
-	}
 	return nil
 }
 
@@ -135,13 +121,9 @@ func (c *Config) applyDefaults() error {
 // goroutine, so a handler's state needs no locks.
 type Handler[M any] interface {
 	// Handle processes everything one wake-up brought: elapsed ticks and up
-	// to BatchMax messages. Files written here that must be durable before
-	// an ack are registered with it.NeedSync; acks that depend on them wait
-	// for EndIteration.
+	// to BatchMax messages. Durability is the handler's own business: the
+	// node batches its fdatasyncs through vfs inside Handle.
 	Handle(it *Iteration[M])
-	// EndIteration runs after the group commit; it.SyncFailures lists the
-	// files whose fdatasync failed. Durable acks go out here.
-	EndIteration(it *Iteration[M])
 	// Close runs once, on the shard goroutine, after the loop stops. It
 	// receives whatever was still queued (possible only when the drain
 	// timed out) so that resources inside messages, such as connection
@@ -160,11 +142,10 @@ type PendingReporter interface {
 // Leftover is what a stopped shard still had queued.
 type Leftover[M any] struct {
 	Messages []M
-	Replies  []M
 }
 
 // Iteration is one pass of a shard loop. The runtime reuses it; handlers
-// must not retain it or its slices past EndIteration.
+// must not retain it or its slices past Handle.
 type Iteration[M any] struct {
 	// Shard is the shard index.
 	Shard int
@@ -174,24 +155,8 @@ type Iteration[M any] struct {
 	// iteration that saw any. Ticks coalesce: a shard busy for 50 ms sees
 	// Ticks=5 once, never five queued tick messages.
 	Ticks uint64
-	// Replies and Messages are the reply-lane and main-lane messages, each
-	// in arrival order.
-	Replies  []M
+	// Messages are the inbox's messages in arrival order.
 	Messages []M
-	// SyncFailures is set before EndIteration.
-	SyncFailures []SyncFailure
-
-	gc      GroupCommit
-	syncing bool
-}
-
-// NeedSync registers f for the end-of-iteration fdatasync. Registering the
-// same file many times costs one sync.
-func (it *Iteration[M]) NeedSync(f Datasyncer) {
-	if it.syncing {
-		panic(fmt.Sprintf("shard %d: NeedSync called from EndIteration; register files in Handle so they sync this iteration", it.Shard))
-	}
-	it.gc.Add(f)
 }
 
 // Runtime runs one loop per shard, each on its own goroutine (pinned when
@@ -224,7 +189,6 @@ func New[M any](cfg Config) (*Runtime[M], error) {
 			id:       i,
 			cpu:      cpu,
 			main:     make(chan M, cfg.InboxCapacity),
-			reply:    make(chan M, cfg.ReplyInboxCapacity),
 			tickWake: make(chan struct{}, 1),
 			stop:     make(chan struct{}),
 			done:     make(chan struct{}),
@@ -245,9 +209,6 @@ func (rt *Runtime[M]) Shard(i int) *Shard[M] { return rt.shards[i] }
 // Send is Shard(i).TrySend(m).
 func (rt *Runtime[M]) Send(i int, m M) error { return rt.shards[i].TrySend(m) }
 
-// SendReply is Shard(i).TrySendReply(m).
-func (rt *Runtime[M]) SendReply(i int, m M) error { return rt.shards[i].TrySendReply(m) }
-
 // Start creates each shard's handler with newHandler (called on the caller's
 // goroutine, in shard order) and starts the loops and the ticker.
 func (rt *Runtime[M]) Start(newHandler func(shard int) Handler[M]) error {
@@ -265,7 +226,7 @@ func (rt *Runtime[M]) Start(newHandler func(shard int) Handler[M]) error {
 		}
 	}
 	for i, s := range rt.shards {
-		go s.run(rt, handlers[i], rt.cfg.NewGroupCommit(i))
+		go s.run(rt, handlers[i])
 	}
 	if rt.cfg.TickInterval > 0 {
 		rt.tickerStop = make(chan struct{})
@@ -430,21 +391,20 @@ func (rt *Runtime[M]) drain() bool {
 	return false
 }
 
-// Shard is one shard's inboxes and loop state. TrySend and TrySendReply are
-// safe from any goroutine; everything else belongs to the loop.
+// Shard is one shard's inbox and loop state. TrySend is safe from any
+// goroutine; everything else belongs to the loop.
 type Shard[M any] struct {
 	id  int
 	cpu int
 
 	main     chan M
-	reply    chan M
 	tickWake chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
 
 	// gate counts senders inside TrySend in its low bits and carries the
 	// stopped flag in its top bit, so that shutdown can wait out senders
-	// that passed the stopped check before draining the lanes for the last
+	// that passed the stopped check before draining the inbox for the last
 	// time: without it a racing send could land after the final drain and
 	// vanish.
 	gate atomic.Int64
@@ -463,19 +423,10 @@ func (s *Shard[M]) ID() int { return s.id }
 // CPU is the CPU the shard is assigned (-1 when unpinned and unassigned).
 func (s *Shard[M]) CPU() int { return s.cpu }
 
-// TrySend queues m on the main lane or refuses it with ErrInboxFull (lane
+// TrySend queues m on the inbox or refuses it with ErrInboxFull (inbox
 // full) or ErrStopped (after shutdown). It never blocks. On refusal the
 // caller still owns m.
 func (s *Shard[M]) TrySend(m M) error {
-	return s.trySend(s.main, m, &s.stats.refused, "main", cap(s.main))
-}
-
-// TrySendReply queues m on the reply lane, with TrySend's contract.
-func (s *Shard[M]) TrySendReply(m M) error {
-	return s.trySend(s.reply, m, &s.stats.refusedReply, "reply", cap(s.reply))
-}
-
-func (s *Shard[M]) trySend(lane chan M, m M, refused *atomic.Uint64, name string, capacity int) error {
 	if s.gate.Add(1)&gateStopped != 0 {
 		s.gate.Add(-1)
 		s.stats.refusedStopped.Add(1)
@@ -485,14 +436,14 @@ func (s *Shard[M]) trySend(lane chan M, m M, refused *atomic.Uint64, name string
 	// message with accepted == processed.
 	s.stats.accepted.Add(1)
 	select {
-	case lane <- m:
+	case s.main <- m:
 		s.gate.Add(-1)
 		return nil
 	default:
 		s.stats.accepted.Add(^uint64(0))
 		s.gate.Add(-1)
-		refused.Add(1)
-		return fmt.Errorf("%w: shard %d %s lane holds %d", ErrInboxFull, s.id, name, capacity)
+		s.stats.refused.Add(1)
+		return fmt.Errorf("%w: shard %d inbox holds %d", ErrInboxFull, s.id, cap(s.main))
 	}
 }
 
@@ -524,7 +475,7 @@ func (s *Shard[M]) closeGate() {
 	close(s.stop)
 }
 
-func (s *Shard[M]) run(rt *Runtime[M], h Handler[M], gc GroupCommit) {
+func (s *Shard[M]) run(rt *Runtime[M], h Handler[M]) {
 	defer close(s.done)
 	if rt.cfg.Pin {
 		if err := PinCurrentThread(s.cpu); err != nil {
@@ -535,7 +486,7 @@ func (s *Shard[M]) run(rt *Runtime[M], h Handler[M], gc GroupCommit) {
 	}
 	pr, _ := h.(PendingReporter)
 	batchMax := rt.cfg.BatchMax
-	it := &Iteration[M]{Shard: s.id, gc: gc}
+	it := &Iteration[M]{Shard: s.id}
 	for {
 		select {
 		case <-s.stop:
@@ -547,15 +498,13 @@ func (s *Shard[M]) run(rt *Runtime[M], h Handler[M], gc GroupCommit) {
 		case <-s.stop:
 			s.finish(h)
 			return
-		case m := <-s.reply:
-			it.Replies = append(it.Replies, m)
 		case m := <-s.main:
 			it.Messages = append(it.Messages, m)
 		case <-s.tickWake:
 		}
 		s.fill(it, batchMax)
 		it.Ticks = s.pendingTicks.Swap(0)
-		n := len(it.Messages) + len(it.Replies)
+		n := len(it.Messages)
 		if n == 0 && it.Ticks == 0 {
 			continue
 		}
@@ -563,30 +512,15 @@ func (s *Shard[M]) run(rt *Runtime[M], h Handler[M], gc GroupCommit) {
 	}
 }
 
-// fill takes what is already queued without blocking, alternating lanes so
-// neither starves, up to batchMax messages in all.
+// fill takes what is already queued without blocking, up to batchMax
+// messages in all.
 func (s *Shard[M]) fill(it *Iteration[M], batchMax int) {
-	for n := len(it.Messages) + len(it.Replies); n < batchMax; {
-		progress := false
-		select {
-		case m := <-s.reply:
-			it.Replies = append(it.Replies, m)
-			n++
-			progress = true
-		default:
-		}
-		if n >= batchMax {
-			break
-		}
+	for len(it.Messages) < batchMax {
 		select {
 		case m := <-s.main:
 			it.Messages = append(it.Messages, m)
-			n++
-			progress = true
 		default:
-		}
-		if !progress {
-			break
+			return
 		}
 	}
 }
@@ -594,15 +528,6 @@ func (s *Shard[M]) fill(it *Iteration[M], batchMax int) {
 func (s *Shard[M]) iterate(h Handler[M], pr PendingReporter, it *Iteration[M], n int) {
 	it.Seq++
 	h.Handle(it)
-	if files := it.gc.Len(); files > 0 {
-		it.SyncFailures = it.gc.Flush()
-		s.stats.syncs.Add(uint64(files))
-		s.stats.syncFailures.Add(uint64(len(it.SyncFailures)))
-		s.stats.groupCommits.Add(1)
-	}
-	it.syncing = true
-	h.EndIteration(it)
-	it.syncing = false
 
 	s.stats.iterations.Add(1)
 	s.stats.ticks.Add(it.Ticks)
@@ -617,14 +542,12 @@ func (s *Shard[M]) iterate(h Handler[M], pr PendingReporter, it *Iteration[M], n
 	s.stats.processed.Add(uint64(n))
 
 	clear(it.Messages)
-	clear(it.Replies)
-	clear(it.SyncFailures)
-	it.Messages, it.Replies, it.SyncFailures = it.Messages[:0], it.Replies[:0], it.SyncFailures[:0]
+	it.Messages = it.Messages[:0]
 	it.Ticks = 0
 }
 
 // finish hands the still-queued messages to Close. closeGate has already
-// waited out every sender, so the lanes can only shrink now.
+// waited out every sender, so the inbox can only shrink now.
 func (s *Shard[M]) finish(h Handler[M]) {
 	var left Leftover[M]
 	for {
@@ -632,13 +555,10 @@ func (s *Shard[M]) finish(h Handler[M]) {
 		case m := <-s.main:
 			left.Messages = append(left.Messages, m)
 			continue
-		case m := <-s.reply:
-			left.Replies = append(left.Replies, m)
-			continue
 		default:
 		}
 		break
 	}
-	s.stats.abandoned.Store(uint64(len(left.Messages) + len(left.Replies)))
+	s.stats.abandoned.Store(uint64(len(left.Messages)))
 	h.Close(left)
 }

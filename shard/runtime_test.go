@@ -2,7 +2,6 @@ package shard
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,12 +14,9 @@ import (
 type recorder struct {
 	mu        sync.Mutex
 	batches   [][]int
-	replies   [][]int
 	ticks     []uint64
-	failures  [][]SyncFailure
 	leftover  *Leftover[int]
 	onHandle  func(it *Iteration[int])
-	onEnd     func(it *Iteration[int])
 	pending   func() int
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -31,19 +27,8 @@ func newRecorder() *recorder { return &recorder{closed: make(chan struct{})} }
 func (r *recorder) Handle(it *Iteration[int]) {
 	r.mu.Lock()
 	r.batches = append(r.batches, slices.Clone(it.Messages))
-	r.replies = append(r.replies, slices.Clone(it.Replies))
 	r.ticks = append(r.ticks, it.Ticks)
 	hook := r.onHandle
-	r.mu.Unlock()
-	if hook != nil {
-		hook(it)
-	}
-}
-
-func (r *recorder) EndIteration(it *Iteration[int]) {
-	r.mu.Lock()
-	r.failures = append(r.failures, slices.Clone(it.SyncFailures))
-	hook := r.onEnd
 	r.mu.Unlock()
 	if hook != nil {
 		hook(it)
@@ -57,16 +42,13 @@ func (r *recorder) Close(left Leftover[int]) {
 	r.closeOnce.Do(func() { close(r.closed) })
 }
 
-func (r *recorder) all() (msgs, replies []int) {
+func (r *recorder) all() (msgs []int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, b := range r.batches {
 		msgs = append(msgs, b...)
 	}
-	for _, b := range r.replies {
-		replies = append(replies, b...)
-	}
-	return msgs, replies
+	return msgs
 }
 
 // pendingRecorder adds PendingReporter.
@@ -76,14 +58,13 @@ func (p pendingRecorder) Pending() int { return p.pending() }
 
 func manualConfig(shards int) Config {
 	return Config{
-		Shards:             shards,
-		InboxCapacity:      16,
-		ReplyInboxCapacity: 16,
-		BatchMax:           64,
-		TickInterval:       -1,
-		DrainTimeout:       5 * time.Second,
-		PollInterval:       time.Millisecond,
-		JoinTimeout:        5 * time.Second,
+		Shards:        shards,
+		InboxCapacity: 16,
+		BatchMax:      64,
+		TickInterval:  -1,
+		DrainTimeout:  5 * time.Second,
+		PollInterval:  time.Millisecond,
+		JoinTimeout:   5 * time.Second,
 	}
 }
 
@@ -142,7 +123,7 @@ func TestConfigValidation(t *testing.T) {
 		{Shards: 2, CPUs: []int{0}},
 		{Shards: 1, Pin: true},
 		{Shards: 1, InboxCapacity: MaxInboxCapacity + 1},
-		{Shards: 1, ReplyInboxCapacity: -1},
+		{Shards: 1, InboxCapacity: -1},
 		{Shards: 1, BatchMax: -1},
 		{Shards: 1, PollInterval: -1},
 	}
@@ -168,7 +149,6 @@ func TestOverflowRefused(t *testing.T) {
 	r.onHandle = g.hold
 	cfg := manualConfig(1)
 	cfg.InboxCapacity = 4
-	cfg.ReplyInboxCapacity = 2
 	rt := start(t, cfg, r)
 	shutdownOnCleanup(t, rt)
 	s := rt.Shard(0)
@@ -179,30 +159,21 @@ func TestOverflowRefused(t *testing.T) {
 	<-g.entered // the loop holds message 0 and is stuck in Handle
 	for i := 1; i <= 4; i++ {
 		if err := s.TrySend(i); err != nil {
-			t.Fatalf("send %d into a lane of 4: %v", i, err)
+			t.Fatalf("send %d into an inbox of 4: %v", i, err)
 		}
 	}
 	err := s.TrySend(5)
 	if !errors.Is(err, ErrInboxFull) {
 		t.Fatalf("fifth queued send = %v, want ErrInboxFull", err)
 	}
-	for i := 0; i < 2; i++ {
-		if err := s.TrySendReply(100 + i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.TrySendReply(102); !errors.Is(err, ErrInboxFull) {
-		t.Fatalf("third reply = %v, want ErrInboxFull", err)
-	}
 	st := s.Stats()
-	if st.Refused != 1 || st.RefusedReply != 1 || st.Accepted != 7 || st.Queued != 4 || st.QueuedReplies != 2 {
+	if st.Refused != 1 || st.Accepted != 5 || st.Queued != 4 {
 		t.Fatalf("stats after overflow: %+v", st)
 	}
 	close(g.release)
-	eventually(t, "all accepted messages processed", func() bool { return s.Stats().Processed == 7 })
-	msgs, replies := r.all()
-	if !slices.Equal(msgs, []int{0, 1, 2, 3, 4}) || !slices.Equal(replies, []int{100, 101}) {
-		t.Fatalf("processed %v / %v", msgs, replies)
+	eventually(t, "all accepted messages processed", func() bool { return s.Stats().Processed == 5 })
+	if msgs := r.all(); !slices.Equal(msgs, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("processed %v", msgs)
 	}
 }
 
@@ -215,13 +186,8 @@ func TestBatchDrainingRespectsLimitAndOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Queued before Start, so the first wake-up finds all of them.
-	for i := 0; i < 8; i++ {
+	for i := 0; i < 10; i++ {
 		if err := rt.Send(0, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 2; i++ {
-		if err := rt.SendReply(0, 100+i); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -234,137 +200,24 @@ func TestBatchDrainingRespectsLimitAndOrder(t *testing.T) {
 	defer r.mu.Unlock()
 	total := 0
 	for i := range r.batches {
-		n := len(r.batches[i]) + len(r.replies[i])
+		n := len(r.batches[i])
 		if n == 0 || n > 3 {
 			t.Fatalf("iteration %d carried %d messages (limit 3)", i, n)
 		}
 		total += n
 	}
 	if len(r.batches) != 4 || total != 10 {
-		t.Fatalf("%d iterations for 10 messages at batch 3: %v %v", len(r.batches), r.batches, r.replies)
+		t.Fatalf("%d iterations for 10 messages at batch 3: %v", len(r.batches), r.batches)
 	}
-	var msgs, replies []int
+	var msgs []int
 	for i := range r.batches {
 		msgs = append(msgs, r.batches[i]...)
-		replies = append(replies, r.replies[i]...)
 	}
-	if !slices.Equal(msgs, []int{0, 1, 2, 3, 4, 5, 6, 7}) || !slices.Equal(replies, []int{100, 101}) {
-		t.Fatalf("order lost: %v %v", msgs, replies)
-	}
-	// Lanes alternate, so replies are not starved behind the main lane.
-	if len(r.replies[0]) == 0 {
-		t.Fatalf("first batch took no reply: %v / %v", r.batches[0], r.replies[0])
+	if !slices.Equal(msgs, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Fatalf("order lost: %v", msgs)
 	}
 	if st := rt.Shard(0).Stats(); st.MaxBatch != 3 || st.Iterations != 4 {
 		t.Fatalf("stats %+v", st)
-	}
-}
-
-// fakeFile counts Datasync calls.
-type fakeFile struct {
-	name  string
-	syncs atomic.Int64
-	fail  error
-}
-
-func (f *fakeFile) Datasync() error {
-	f.syncs.Add(1)
-	return f.fail
-}
-
-func TestGroupCommitOncePerIteration(t *testing.T) {
-	a, b := &fakeFile{name: "a"}, &fakeFile{name: "b"}
-	bad := &fakeFile{name: "bad", fail: errors.New("EIO")}
-	r := newRecorder()
-	var syncedBeforeEnd []int64
-	r.onHandle = func(it *Iteration[int]) {
-		for _, m := range it.Messages {
-			// Every message dirties a; odd ones also b; message 7 hits bad.
-			it.NeedSync(a)
-			if m%2 == 1 {
-				it.NeedSync(b)
-			}
-			if m == 7 {
-				it.NeedSync(bad)
-			}
-		}
-		if a.syncs.Load() != 0 && len(it.Messages) > 0 && it.Seq == 1 {
-			panic("synced before the iteration ended")
-		}
-	}
-	var lateNeedSync atomic.Value
-	r.onEnd = func(it *Iteration[int]) {
-		syncedBeforeEnd = append(syncedBeforeEnd, a.syncs.Load())
-		func() {
-			defer func() { lateNeedSync.Store(fmt.Sprint(recover())) }()
-			it.NeedSync(a)
-		}()
-	}
-	rt, err := New[int](manualConfig(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 10; i++ {
-		if err := rt.Send(0, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rt.Start(func(int) Handler[int] { return r }); err != nil {
-		t.Fatal(err)
-	}
-	shutdownOnCleanup(t, rt)
-	eventually(t, "batch processed", func() bool { return rt.Shard(0).Stats().Processed == 10 })
-
-	r.mu.Lock()
-	iterations := len(r.batches)
-	failures := r.failures
-	r.mu.Unlock()
-	if iterations != 1 {
-		t.Fatalf("10 pre-queued messages took %d iterations", iterations)
-	}
-	if a.syncs.Load() != 1 || b.syncs.Load() != 1 || bad.syncs.Load() != 1 {
-		t.Fatalf("syncs a=%d b=%d bad=%d, want one each", a.syncs.Load(), b.syncs.Load(), bad.syncs.Load())
-	}
-	if !slices.Equal(syncedBeforeEnd, []int64{1}) {
-		t.Fatalf("EndIteration saw a synced %v times", syncedBeforeEnd)
-	}
-	if len(failures[0]) != 1 || failures[0][0].File != bad || failures[0][0].Err == nil {
-		t.Fatalf("sync failures %+v", failures[0])
-	}
-	if s, _ := lateNeedSync.Load().(string); s == "<nil>" || s == "" {
-		t.Fatal("NeedSync from EndIteration did not panic")
-	}
-	st := rt.Shard(0).Stats()
-	if st.GroupCommits != 1 || st.Syncs != 3 || st.SyncFailures != 1 {
-		t.Fatalf("stats %+v", st)
-	}
-
-	// A second iteration syncs again, once.
-	if err := rt.Send(0, 2); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "second batch", func() bool { return rt.Shard(0).Stats().Processed == 11 })
-	if a.syncs.Load() != 2 || b.syncs.Load() != 1 {
-		t.Fatalf("after second iteration a=%d b=%d", a.syncs.Load(), b.syncs.Load())
-	}
-}
-
-func TestSyncSetDeduplicatesAndResets(t *testing.T) {
-	s := NewSyncSet()
-	f, g := &fakeFile{}, &fakeFile{fail: errors.New("boom")}
-	for i := 0; i < 5; i++ {
-		s.Add(f)
-	}
-	s.Add(g)
-	if s.Len() != 2 {
-		t.Fatalf("Len = %d", s.Len())
-	}
-	fails := s.Flush()
-	if len(fails) != 1 || fails[0].File != g || f.syncs.Load() != 1 || s.Len() != 0 {
-		t.Fatalf("flush: %+v, f synced %d, len %d", fails, f.syncs.Load(), s.Len())
-	}
-	if s.Flush() != nil || f.syncs.Load() != 1 {
-		t.Fatal("empty flush synced something")
 	}
 }
 
@@ -425,7 +278,7 @@ func TestShutdownDrainsCleanly(t *testing.T) {
 	if err != nil || !rep.Drained || len(rep.Unjoined) != 0 || rep.Abandoned[0] != 0 {
 		t.Fatalf("Shutdown = %+v, %v", rep, err)
 	}
-	msgs, _ := r.all()
+	msgs := r.all()
 	if len(msgs) != 10 {
 		t.Fatalf("processed %d of 10 before stop", len(msgs))
 	}
@@ -502,9 +355,6 @@ func TestShutdownJoinTimeoutHandsLeftoversToClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := rt.SendReply(0, 99); err != nil {
-		t.Fatal(err)
-	}
 	rep, err := rt.Shutdown()
 	if !errors.Is(err, ErrDrainTimeout) || !errors.Is(err, ErrJoinTimeout) {
 		t.Fatalf("Shutdown error = %v", err)
@@ -522,10 +372,10 @@ func TestShutdownJoinTimeoutHandsLeftoversToClose(t *testing.T) {
 	r.mu.Lock()
 	left := r.leftover
 	r.mu.Unlock()
-	if !slices.Equal(left.Messages, []int{1, 2, 3, 4, 5}) || !slices.Equal(left.Replies, []int{99}) {
+	if !slices.Equal(left.Messages, []int{1, 2, 3, 4, 5}) {
 		t.Fatalf("leftover %+v", left)
 	}
-	if st := rt.Shard(0).Stats(); st.Abandoned != 6 || st.RefusedStopped != 1 {
+	if st := rt.Shard(0).Stats(); st.Abandoned != 5 || st.RefusedStopped != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -581,7 +431,7 @@ func TestNoMessageLostAcrossShutdownRace(t *testing.T) {
 	got := map[int]int{}
 	for _, h := range hs {
 		<-h.closed
-		msgs, _ := h.all()
+		msgs := h.all()
 		for _, m := range msgs {
 			got[m]++
 		}

@@ -1,8 +1,10 @@
 // Package superblock stores a consensus group's durable control record:
-// who the replica is (cluster, replica id, replica count), where consensus
-// stands (view, log_view, commit), the last checkpoint (op and checksum) and
-// the offset frontier, the next offset the group's partition may mint, so a
-// restarted replica never hands out an offset it already acknowledged.
+// who the replica is (cluster, replica id, replica count), the commit, the
+// last checkpoint (op and checksum) and the offset frontier, the next offset
+// the group's partition may mint, so a restarted replica never hands out an
+// offset it already acknowledged. The view and log_view are not here: they
+// live in the group's view-state file, which the replica's consensus driver
+// writes with the rest of the vsr state record.
 //
 // # Redundancy
 //
@@ -47,8 +49,9 @@
 //	 72     1  replica id
 //	 73     1  replica count (>= 1, > replica id)
 //	 74     2  reserved, 0
-//	 76     4  view
-//	 80     4  log_view (<= view)
+//	 76     8  reserved: written as 0, ignored on read (early builds laid
+//	           out view and log_view here but never wrote them; the view
+//	           lives in the view-state file)
 //	 84     4  reserved, 0
 //	 88     8  commit
 //	 96     8  checkpoint op
@@ -113,8 +116,6 @@ type State struct {
 	Cluster            Uint128
 	Replica            uint8
 	ReplicaCount       uint8
-	View               uint32
-	LogView            uint32
 	Commit             uint64
 	CheckpointOp       uint64
 	CheckpointChecksum Uint128
@@ -124,9 +125,6 @@ type State struct {
 func (s State) validate() error {
 	if s.ReplicaCount == 0 || s.Replica >= s.ReplicaCount {
 		return fmt.Errorf("superblock: replica %d of %d is out of range", s.Replica, s.ReplicaCount)
-	}
-	if s.LogView > s.View {
-		return fmt.Errorf("superblock: log_view %d is above view %d", s.LogView, s.View)
 	}
 	return nil
 }
@@ -164,8 +162,6 @@ func encode(slot []byte, r record, i int) {
 	putU128(slot[56:], r.Cluster)
 	slot[72] = r.Replica
 	slot[73] = r.ReplicaCount
-	binary.LittleEndian.PutUint32(slot[76:], r.View)
-	binary.LittleEndian.PutUint32(slot[80:], r.LogView)
 	binary.LittleEndian.PutUint64(slot[88:], r.Commit)
 	binary.LittleEndian.PutUint64(slot[96:], r.CheckpointOp)
 	putU128(slot[104:], r.CheckpointChecksum)
@@ -211,8 +207,7 @@ func decode(slot []byte, i int) (record, error) {
 	r.Cluster = getU128(slot[56:])
 	r.Replica = slot[72]
 	r.ReplicaCount = slot[73]
-	r.View = binary.LittleEndian.Uint32(slot[76:])
-	r.LogView = binary.LittleEndian.Uint32(slot[80:])
+	// [76, 84) is reserved and ignored: see the format table.
 	r.Commit = binary.LittleEndian.Uint64(slot[88:])
 	r.CheckpointOp = binary.LittleEndian.Uint64(slot[96:])
 	r.CheckpointChecksum = getU128(slot[104:])
@@ -377,8 +372,8 @@ func (s *Superblock) NeedsRepair() bool {
 
 // Write durably replaces the record with st (sequence + 1) and repairs
 // every stale or damaged copy. st must keep the identity (cluster, replica,
-// replica count) and must not move view, log_view, commit, checkpoint op or
-// offset frontier backwards: those are broken invariants and panic. An I/O
+// replica count) and must not move commit, checkpoint op or offset
+// frontier backwards: those are broken invariants and panic. An I/O
 // error leaves the on-disk record as the old or the new one; the
 // Superblock then refuses further writes (the caller restarts and
 // recovers, as after any failed fdatasync).
@@ -393,10 +388,6 @@ func (s *Superblock) Write(st State) error {
 	switch {
 	case st.Cluster != old.Cluster || st.Replica != old.Replica || st.ReplicaCount != old.ReplicaCount:
 		panic(fmt.Sprintf("superblock: write changes identity from %+v to %+v", old, st))
-	case st.View < old.View:
-		panic(fmt.Sprintf("superblock: view goes back from %d to %d", old.View, st.View))
-	case st.LogView < old.LogView:
-		panic(fmt.Sprintf("superblock: log_view goes back from %d to %d", old.LogView, st.LogView))
 	case st.Commit < old.Commit:
 		panic(fmt.Sprintf("superblock: commit goes back from %d to %d", old.Commit, st.Commit))
 	case st.CheckpointOp < old.CheckpointOp:

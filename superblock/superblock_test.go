@@ -13,13 +13,13 @@ import (
 var cluster = Uint128{Hi: 0x0102030405060708, Lo: 0x1112131415161718}
 
 func stateA() State {
-	return State{Cluster: cluster, Replica: 1, ReplicaCount: 3, View: 4, LogView: 4, Commit: 100,
+	return State{Cluster: cluster, Replica: 1, ReplicaCount: 3, Commit: 100,
 		CheckpointOp: 64, CheckpointChecksum: Uint128{Hi: 7, Lo: 9}, OffsetFrontier: 5000}
 }
 
 func stateB() State {
 	s := stateA()
-	s.View, s.LogView, s.Commit, s.CheckpointOp, s.CheckpointChecksum, s.OffsetFrontier = 6, 5, 180, 128, Uint128{Hi: 1, Lo: 2}, 9000
+	s.Commit, s.CheckpointOp, s.CheckpointChecksum, s.OffsetFrontier = 180, 128, Uint128{Hi: 1, Lo: 2}, 9000
 	return s
 }
 
@@ -227,19 +227,54 @@ func TestNewerVersionRefused(t *testing.T) {
 	}
 }
 
+// Bytes [76, 84) once laid out view and log_view; they are written as zero
+// and a copy carrying something there (a file from a build that wrote them)
+// still opens, with the rest of the record intact.
+func TestReservedViewBytesZeroAndIgnored(t *testing.T) {
+	fsys := newFS(t, 11)
+	sb, err := Format(fsys, "/g", stateA())
+	must(t, err)
+	must(t, sb.Write(stateB()))
+	must(t, sb.Close())
+	raw := fileBytes(t, fsys)
+	for i := 0; i < Copies; i++ {
+		if got := raw[i*SlotSize+76 : i*SlotSize+84]; !bytes.Equal(got, make([]byte, 8)) {
+			t.Fatalf("copy %d: reserved bytes [76, 84) = %x, want zero", i, got)
+		}
+	}
+	for i := 0; i < Copies; i++ {
+		slot := raw[i*SlotSize : (i+1)*SlotSize]
+		binary.LittleEndian.PutUint32(slot[76:], 9)
+		binary.LittleEndian.PutUint32(slot[80:], 8)
+		putU128(slot, sum128(slot[16:]))
+	}
+	writeBytes(t, fsys, raw, 0)
+	sb, err = Open(fsys, "/g", cluster, 1)
+	must(t, err)
+	defer sb.Close()
+	if sb.State() != stateB() || sb.Sequence() != 2 {
+		t.Fatalf("reopened %+v at sequence %d, want %+v at 2", sb.State(), sb.Sequence(), stateB())
+	}
+	for i, st := range sb.Slots() {
+		if !st.Valid {
+			t.Fatalf("slot %d refused for bytes it must ignore: %v", i, st.Err)
+		}
+	}
+	st := stateB()
+	st.Commit++
+	must(t, sb.Write(st))
+}
+
 func TestWriteInvariantsPanic(t *testing.T) {
 	fsys := newFS(t, 5)
 	sb, err := Format(fsys, "/g", stateB())
 	must(t, err)
 	for name, mutate := range map[string]func(*State){
-		"view":     func(s *State) { s.View-- },
-		"log_view": func(s *State) { s.LogView-- },
 		"commit":   func(s *State) { s.Commit-- },
 		"ckpt":     func(s *State) { s.CheckpointOp-- },
 		"frontier": func(s *State) { s.OffsetFrontier-- },
 		"cluster":  func(s *State) { s.Cluster.Lo++ },
 		"count":    func(s *State) { s.ReplicaCount++ },
-		"logview>": func(s *State) { s.LogView = s.View + 1 },
 	} {
 		st := stateB()
 		mutate(&st)
@@ -290,8 +325,9 @@ func TestEncodingLayout(t *testing.T) {
 		{"cluster.hi", le64(slot[64:]), cluster.Hi},
 		{"replica", uint64(slot[72]), 1},
 		{"replica_count", uint64(slot[73]), 3},
-		{"view", uint64(binary.LittleEndian.Uint32(slot[76:])), 6},
-		{"log_view", uint64(binary.LittleEndian.Uint32(slot[80:])), 5},
+		{"reserved 74", uint64(binary.LittleEndian.Uint16(slot[74:])), 0},
+		{"reserved 76", le64(slot[76:]), 0},
+		{"reserved 84", uint64(binary.LittleEndian.Uint32(slot[84:])), 0},
 		{"commit", le64(slot[88:]), 180},
 		{"checkpoint_op", le64(slot[96:]), 128},
 		{"checkpoint_checksum.lo", le64(slot[104:]), 2},
@@ -317,7 +353,8 @@ func TestEncodingLayout(t *testing.T) {
 }
 
 // FuzzDecode: decode never panics, and whatever it accepts re-encodes to
-// the same bytes.
+// the same bytes, except the ignored reserved bytes [76, 84), which
+// re-encode as zero (and so change the checksum).
 func FuzzDecode(f *testing.F) {
 	slot := make([]byte, SlotSize)
 	encode(slot, record{State: stateA(), Sequence: 9}, 1)
@@ -332,7 +369,10 @@ func FuzzDecode(f *testing.F) {
 		}
 		again := make([]byte, SlotSize)
 		encode(again, r, idx)
-		if !bytes.Equal(again, b) {
+		want := bytes.Clone(b)
+		clear(want[76:84])
+		putU128(want, sum128(want[16:]))
+		if !bytes.Equal(again, want) {
 			t.Fatal("accepted bytes that do not re-encode identically")
 		}
 	})

@@ -39,6 +39,7 @@ var Refused = []Refusal{
 	{Key: "cluster.repair_gap_debounce_interval", Reason: "this build's journal repair has no debounce (cluster.repair_retry_interval paces it); only the default is accepted", Probe: "2s"},
 	{Key: "cluster.superblock_wedged_fatal_timeout", Reason: "in this build a group whose superblock or journal write fails stops at once and is recovered from disk by a restart; there is no wedge timer, only the default is accepted", Probe: "0"},
 	{Key: "cluster.coordinator.skip_shard_zero_for_replicas", Reason: "replica links are served by the replica plane's own goroutines, not by shards; only the default is accepted", Probe: "false"},
+	{Key: "sharding.reply_inbox_capacity", Reason: "a shard has one inbox in this build (sharding.inbox_capacity) and answers a request to its waiting connection on the request itself, with no reply lane; only the default is accepted", Probe: "7"},
 	{Key: "sharding.poll_completion_capacity", Reason: "polls are served on the owning shard's loop in this build, with no completion queue; only the default is accepted", Probe: "7"},
 	{Key: "sharding.partition_io_capacity", Reason: "partition file work runs on the owning shard's loop in this build, with no job queue; only the default is accepted", Probe: "7"},
 	{Key: "sharding.partition_io_bytes_max", Reason: "partition file work runs on the owning shard's loop in this build, with no job queue; leave it unset", Probe: "512 MiB"},

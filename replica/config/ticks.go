@@ -43,16 +43,15 @@ func (c ClusterConfig) Ticks() ClusterTicks {
 // fixed ConsensusTick.
 func (s ShardingConfig) RuntimeConfig(cpus []int, log *zap.Logger) shard.Config {
 	return shard.Config{
-		CPUs:               cpus,
-		Pin:                s.PinCores,
-		InboxCapacity:      s.InboxCapacity,
-		ReplyInboxCapacity: s.ReplyInboxCapacity,
-		BatchMax:           s.BatchMax,
-		TickInterval:       ConsensusTick,
-		DrainTimeout:       s.ShutdownDrainTimeout.Duration,
-		PollInterval:       s.ShutdownPollInterval.Duration,
-		JoinTimeout:        s.ShutdownJoinTimeout.Duration,
-		Logger:             log,
+		CPUs:          cpus,
+		Pin:           s.PinCores,
+		InboxCapacity: s.InboxCapacity,
+		BatchMax:      s.BatchMax,
+		TickInterval:  ConsensusTick,
+		DrainTimeout:  s.ShutdownDrainTimeout.Duration,
+		PollInterval:  s.ShutdownPollInterval.Duration,
+		JoinTimeout:   s.ShutdownJoinTimeout.Duration,
+		Logger:        log,
 	}
 }
 

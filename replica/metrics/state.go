@@ -35,13 +35,12 @@ type Snapshot struct {
 
 // ShardStat is one shard loop's inbox and iteration figures.
 type ShardStat struct {
-	Shard                          int
-	Queued, QueuedReplies          int
-	Accepted, Processed            uint64
-	Refused, RefusedReply, Stopped uint64
-	Iterations, GroupCommits       uint64
-	Syncs, SyncFailures            uint64
-	MaxBatch                       uint64
+	Shard               int
+	Queued              int
+	Accepted, Processed uint64
+	Refused, Stopped    uint64
+	Iterations          uint64
+	MaxBatch            uint64
 }
 
 // TopicStat sums a topic's partitions on this node.
@@ -102,13 +101,10 @@ func newStateCollector(src Source) *stateCollector {
 	d("clients", "total count of clients")
 	d("iggo_consumer_groups", "Consumer groups in the metadata.")
 	d("iggo_connections", "Connected clients by transport (HTTP: live API sessions).", "transport")
-	d("iggo_shard_inbox_depth", "Tasks queued in a shard's inbox lane.", "shard", "lane")
-	d("iggo_shard_inbox_refused_total", "Sends refused because a shard inbox lane was full (answered 58) or the shard stopped.", "shard", "reason")
+	d("iggo_shard_inbox_depth", "Tasks queued in a shard's inbox.", "shard")
+	d("iggo_shard_inbox_refused_total", "Sends refused because a shard inbox was full (answered 58) or the shard stopped.", "shard", "reason")
 	d("iggo_shard_tasks_processed_total", "Tasks a shard loop finished.", "shard")
 	d("iggo_shard_iterations_total", "Shard loop passes.", "shard")
-	d("iggo_shard_group_commits_total", "Shard iterations that ran an fdatasync submission.", "shard")
-	d("iggo_shard_syncs_total", "Files fdatasync'ed by group commits.", "shard")
-	d("iggo_shard_sync_failures_total", "fdatasyncs that failed.", "shard")
 	d("iggo_shard_max_batch", "Largest number of tasks one shard iteration carried.", "shard")
 	d("iggo_messages_appended_total", "Messages appended to the topic's partitions on this node since it started.", "stream", "topic")
 	d("iggo_bytes_appended_total", "Batch bytes appended to the topic's partitions on this node since it started.", "stream", "topic")
@@ -173,16 +169,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, sh := range s.Shards {
 		id := strconv.Itoa(sh.Shard)
-		g("iggo_shard_inbox_depth", float64(sh.Queued), id, "main")
-		g("iggo_shard_inbox_depth", float64(sh.QueuedReplies), id, "reply")
-		ctr("iggo_shard_inbox_refused_total", float64(sh.Refused), id, "full_main")
-		ctr("iggo_shard_inbox_refused_total", float64(sh.RefusedReply), id, "full_reply")
+		g("iggo_shard_inbox_depth", float64(sh.Queued), id)
+		ctr("iggo_shard_inbox_refused_total", float64(sh.Refused), id, "full")
 		ctr("iggo_shard_inbox_refused_total", float64(sh.Stopped), id, "stopped")
 		ctr("iggo_shard_tasks_processed_total", float64(sh.Processed), id)
 		ctr("iggo_shard_iterations_total", float64(sh.Iterations), id)
-		ctr("iggo_shard_group_commits_total", float64(sh.GroupCommits), id)
-		ctr("iggo_shard_syncs_total", float64(sh.Syncs), id)
-		ctr("iggo_shard_sync_failures_total", float64(sh.SyncFailures), id)
 		g("iggo_shard_max_batch", float64(sh.MaxBatch), id)
 	}
 	for _, t := range s.TopicStats {

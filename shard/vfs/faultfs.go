@@ -42,7 +42,7 @@ import (
 // CrashWith picks one of these outcomes deterministically (KeepAll models a
 // process kill where the kernel survives; DropAll a strict power loss).
 //
-// Injected faults (Inject) fail, tear, or halt at (a power cut) chosen
+// Injected faults (Inject) fail, tear, misdirect, or halt at (a power cut) chosen
 // operations by kind, path, position and probability. CorruptSector flips
 // bits in a sector of the durable contents (bit rot). All injected errors
 // wrap ErrInjected.
@@ -191,6 +191,12 @@ const (
 	// and from then on every operation fails until Crash is called. It lets
 	// a test stop the code under test at an exact point.
 	Halt
+	// Misdirect lands a write, whole, at another offset of the same file
+	// (MisdirectBy bytes away, or a random non-zero number of sectors when
+	// MisdirectBy is 0, never before offset 0) and reports success: the
+	// intended range keeps its old bytes. It models a drive or controller
+	// that writes to the wrong block. On other operations it acts as Fail.
+	Misdirect
 )
 
 // Rule selects operations to fail.
@@ -202,6 +208,9 @@ type Rule struct {
 	Prob   float64 // fire with this probability; 0 means always
 	Action Action
 	TearAt int // Tear: bytes of the write that land; < 0 random sectors
+	// Misdirect: the distance, in bytes, from the intended offset to where
+	// the write lands; 0 picks 1 to 8 sectors either way at random.
+	MisdirectBy int64
 }
 
 type faultRule struct {
@@ -918,6 +927,11 @@ func (ff *faultFile) WritevAt(bufs [][]byte, off int64) (int, error) {
 		data = append(data, b...)
 	}
 	m := mutation{off: off, data: data}
+	if err != nil && rule.Action == Misdirect {
+		m.off = ff.fs.misdirect(off, rule.MisdirectBy)
+		ff.fs.mutate(ff.n, m)
+		return total, nil
+	}
 	if err != nil {
 		if rule.Action == Tear || rule.Action == Halt {
 			// What landed stays as ordinary unsynced writes.
@@ -929,6 +943,21 @@ func (ff *faultFile) WritevAt(bufs [][]byte, off int64) (int, error) {
 	}
 	ff.fs.mutate(ff.n, m)
 	return total, nil
+}
+
+// misdirect picks where a misdirected write at off lands.
+func (f *Fault) misdirect(off, by int64) int64 {
+	if by == 0 {
+		by = int64(1+f.rng.IntN(8)) * int64(f.sector)
+		if f.rng.IntN(2) == 0 {
+			by = -by
+		}
+	}
+	to := off + by
+	if to < 0 {
+		to = off - by
+	}
+	return to
 }
 
 func (ff *faultFile) Datasync() error {

@@ -376,3 +376,52 @@ func TestFaultWriteback(t *testing.T) {
 		t.Fatalf("hint on a crashed image: %v", err)
 	}
 }
+
+// A misdirected write reports success, leaves the intended range as it was
+// and lands whole elsewhere in the file, never before offset 0.
+func TestFaultMisdirect(t *testing.T) {
+	f := newFaultDir(t, 7)
+	sec := f.Sector()
+	h, err := f.OpenFile("/d/f", O_CREATE|O_RDWR, 0o644)
+	must(t, err)
+	old := bytes.Repeat([]byte{'o'}, 4*sec)
+	_, err = h.WriteAt(old, 0)
+	must(t, err)
+	must(t, h.Datasync())
+
+	id := f.Inject(Rule{Ops: OpWrite, Count: 1, Action: Misdirect, MisdirectBy: int64(2 * sec)})
+	fresh := bytes.Repeat([]byte{'n'}, sec)
+	n, err := h.WriteAt(fresh, int64(sec))
+	if err != nil || n != sec {
+		t.Fatalf("misdirected write: n=%d err=%v, want %d, nil", n, err, sec)
+	}
+	if f.Fired(id) != 1 {
+		t.Fatalf("rule fired %d times, want 1", f.Fired(id))
+	}
+	got, _ := fileBytes(t, f, "/d/f")
+	if !bytes.Equal(got[sec:2*sec], old[:sec]) {
+		t.Fatal("the intended range changed")
+	}
+	if !bytes.Equal(got[3*sec:4*sec], fresh) {
+		t.Fatal("the write did not land MisdirectBy bytes away")
+	}
+
+	// Random distance: always a whole number of sectors away, never at the
+	// intended offset, never before 0.
+	for i := 0; i < 50; i++ {
+		f.Inject(Rule{Ops: OpWrite, Count: 1, Action: Misdirect})
+		before, _ := fileBytes(t, f, "/d/f")
+		mark := []byte{byte(0x80 + i)}
+		_, err := h.WriteAt(bytes.Repeat(mark, sec), 0)
+		must(t, err)
+		after, _ := fileBytes(t, f, "/d/f")
+		if !bytes.Equal(after[:sec], before[:sec]) {
+			t.Fatalf("round %d: offset 0 was written", i)
+		}
+		at := bytes.Index(after, bytes.Repeat(mark, sec))
+		if at <= 0 || at%sec != 0 {
+			t.Fatalf("round %d: landed at %d, want a positive multiple of %d", i, at, sec)
+		}
+		f.ClearRules()
+	}
+}

@@ -1,4 +1,4 @@
-package chaos
+package chaos_test
 
 import (
 	"slices"
@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iggo/iggo/tests/chaos/fault"
-	"github.com/iggo/iggo/tests/chaos/schedule"
+	"github.com/iggo/iggo/internal/chaos"
+	"github.com/iggo/iggo/internal/chaos/fault"
+	"github.com/iggo/iggo/internal/chaos/schedule"
 	"github.com/iggo/iggo/tests/harness"
 )
 
@@ -20,8 +21,7 @@ import (
 // an offset twice, which the long campaigns report
 // (make chaos CHAOS_ARGS="--faults kill,pause,corrupt").
 func TestRunRealServer(t *testing.T) {
-	o := fakeOptions(t, 71, schedule.Kill, schedule.Pause, schedule.Corrupt)
-	o.Fake = false
+	o := shortOptions(t, 71, schedule.Kill, schedule.Pause, schedule.Corrupt)
 	o.Server = harness.Binary(t)
 	o.Duration = 6 * time.Second
 	o.Interval = 700 * time.Millisecond
@@ -39,7 +39,7 @@ func TestRunRealServer(t *testing.T) {
 // clusterSeed returns the first seed from 1 whose schedule for o injects
 // every kind in want, so the short cluster test covers each of them
 // whatever the generator's draws.
-func clusterSeed(t *testing.T, o Options, want ...schedule.Kind) int64 {
+func clusterSeed(t *testing.T, o chaos.Options, want ...schedule.Kind) int64 {
 	t.Helper()
 	for seed := int64(1); seed <= 1000; seed++ {
 		d := o
@@ -83,8 +83,7 @@ func TestRunRealCluster(t *testing.T) {
 	} else {
 		t.Logf("no partitions: %v", err)
 	}
-	o := fakeOptions(t, 0, kinds...)
-	o.Fake = false
+	o := shortOptions(t, 0, kinds...)
 	o.Server = harness.Binary(t)
 	o.Nodes = 3
 	o.Duration = 14 * time.Second
@@ -96,7 +95,7 @@ func TestRunRealCluster(t *testing.T) {
 	o.Seed = clusterSeed(t, o, kinds...)
 	s := runOK(t, o)
 	mustHaveInjected(t, s, kinds...)
-	if s.Network == NetworkNetns != slices.Contains(kinds, schedule.Partition) {
+	if s.Network == chaos.NetworkNetns != slices.Contains(kinds, schedule.Partition) {
 		t.Fatalf("network %s with faults %v", s.Network, kinds)
 	}
 	if !s.Valid || len(s.FaultErrors) != 0 {
@@ -119,8 +118,7 @@ func TestCampaignExactlyOnce(t *testing.T) {
 	} else {
 		t.Logf("no partitions: %v", err)
 	}
-	o := fakeOptions(t, 0, kinds...)
-	o.Fake = false
+	o := shortOptions(t, 0, kinds...)
 	o.Server = harness.Binary(t)
 	o.Nodes = 3
 	o.Duration = 8 * time.Second
@@ -132,11 +130,11 @@ func TestCampaignExactlyOnce(t *testing.T) {
 	o.Seed = clusterSeed(t, o, schedule.Kill, schedule.Pause)
 	var out strings.Builder
 	o.Out = &out
-	sums, err := Campaign(t.Context(), o, 2)
+	sums, err := chaos.Campaign(t.Context(), o, 2)
 	if err != nil {
 		t.Fatalf("campaign: %v\n%s", err, out.String())
 	}
-	tot := Sum(sums)
+	tot := chaos.Sum(sums)
 	tot.Print(&out)
 	if tot.Runs != 2 || tot.Invalid != 0 || tot.Duplicates != 0 || tot.RetryMismatch != 0 || tot.FaultTotal == 0 || tot.MsgAcked == 0 {
 		t.Fatalf("campaign totals %+v:\n%s", tot, out.String())

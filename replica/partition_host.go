@@ -1,0 +1,330 @@
+package replica
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/metrics"
+	"github.com/iggo/iggo/replica/partition"
+	"github.com/iggo/iggo/shard"
+	"github.com/iggo/iggo/superblock"
+	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/wire"
+	"github.com/zeebo/xxh3"
+)
+
+// The partition state machine and its files live in package partition;
+// this file hosts one on its shard: opening it with its consensus group,
+// turning tasks into its typed calls, and the Host it calls back.
+
+// Partition prepare operations (package partition has the codec).
+const (
+	opSend             = partition.OpSend
+	opStoreOffset      = partition.OpStoreOffset
+	opDeleteOffset     = partition.OpDeleteOffset
+	opPurgePartition   = partition.OpPurge
+	opDropGroupOffsets = partition.OpDropGroupOffsets
+	opDeleteSegments   = partition.OpDeleteSegments
+	incarnationFile    = partition.IncarnationFile
+	codeOffsetsFull    = partition.CodeOffsetsFull
+)
+
+type (
+	offsetKey  = partition.OffsetKey
+	partStats  = partition.Stats
+	pollResult = partition.PollResult
+)
+
+// part is a partition hosted on its owning shard: the state machine, its
+// consensus group and the shard. It is the partition's partition.Host and
+// its group's groupSM.
+type part struct {
+	*partition.Partition
+	sh       *shardLoop
+	g        *group
+	ns       shard.Namespace
+	stream   uint32
+	topic    uint32
+	revision uint64
+	dir      string
+	log      *zap.Logger
+	stats    *partStats
+}
+
+// partitionDir is the directory of (stream, topic, partition).
+func partitionDir(root string, stream, topic, p uint32) string {
+	return partition.Dir(root, stream, topic, p)
+}
+
+// partitionSpec is what the metadata says about a partition to open.
+type partitionSpec struct {
+	stream, topic, id uint32
+	revision          uint64
+	config            metadata.TopicConfig
+	// purgeGen is the purge generation the metadata recorded; a partition
+	// behind it (the purge committed but a crash stopped the partition's
+	// own purge op) is purged at boot.
+	purgeGen uint64
+	// rejoin: this node may have acknowledged ops of the partition before
+	// its disk was wiped (--fresh in a cluster): its new, empty replica
+	// must not vote until it caught up (vsr.Boot.Rejoin).
+	rejoin bool
+}
+
+// openPartition opens (creating when new) a partition's storage and
+// consensus group on this shard and replays its journal. In cluster mode a
+// partition whose storage is damaged below its checkpoint
+// (partition.ErrDamaged) is moved to {path}/quarantine/ (never deleted) and
+// opened empty as a rejoining replica (no vote until caught up), which
+// refills it from its peers by state transfer and journal repair; a single
+// node has no peer to refill from and refuses to boot instead.
+func (sh *shardLoop) openPartition(spec partitionSpec) (p *part, err error) {
+	if !sh.n.reservePartitionSlot() {
+		return nil, errDescriptorBudget
+	}
+	defer func() {
+		if err != nil {
+			sh.n.releasePartitionSlot()
+		}
+	}()
+	p, err = sh.openPartitionOnce(spec)
+	if err == nil || sh.n.replicaCount == 1 || !storageDamaged(err) {
+		return p, err
+	}
+	// In a cluster the peers hold the partition: set the damaged storage
+	// aside and rejoin with an empty replica, which does not vote until
+	// journal repair or state transfer refilled it. A single node refuses
+	// to open instead (there is no other copy).
+	dir := partitionDir(sh.n.cfg.Path, spec.stream, spec.topic, spec.id)
+	moved, qerr := sh.n.quarantine(sh.fs, dir, fmt.Sprintf("%d-%d-%d", spec.stream, spec.topic, spec.id))
+	if qerr != nil {
+		return nil, errors.Join(err, qerr)
+	}
+	sh.log.Error("partition storage damaged: quarantined, the partition is refilled from its peers",
+		zap.String("dir", dir), zap.String("moved_to", moved), zap.Error(err))
+	spec.rejoin = true
+	return sh.openPartitionOnce(spec)
+}
+
+// storageDamaged reports whether a partition failed to open because its
+// files are damaged (rather than, say, a full disk).
+func storageDamaged(err error) bool {
+	return partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt)
+}
+
+// partitionConfig is what the node opens the partition of spec with.
+func (sh *shardLoop) partitionConfig(spec partitionSpec) partition.Config {
+	return partition.Config{
+		Dir:    partitionDir(sh.n.cfg.Path, spec.stream, spec.topic, spec.id),
+		Stream: spec.stream, Topic: spec.topic, ID: spec.id, Revision: spec.revision, TopicConfig: spec.config,
+		Cluster:             sh.n.replicaCount > 1,
+		ValidateChecksum:    sh.n.cfg.Partition.ValidateChecksum,
+		MaxRecordSize:       uint64(sh.n.maxFrame),
+		BackgroundSyncBytes: int64(sh.n.cfg.Partition.BackgroundSyncBytes.Bytes()),
+		ConsumerOffsetsMax:  sh.n.cfg.Partition.ConsumerOffsetsMax,
+		PollBufferMax:       sh.n.pollBufferMax,
+		Codec:               sh.n.atRest.stack,
+		Pipeline:            sh.pipe,
+		Log:                 sh.log,
+	}
+}
+
+func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*part, error) {
+	cfg := sh.partitionConfig(spec)
+	p := &part{sh: sh, ns: shard.MustNamespace(spec.stream, spec.topic, spec.id), stream: spec.stream, topic: spec.topic,
+		revision: spec.revision, dir: cfg.Dir}
+	pp, err := partition.Open(sh.fs, cfg, p)
+	if err != nil {
+		return nil, err
+	}
+	p.Partition, p.log, p.stats = pp, pp.Log(), pp.Stats()
+	vcfg := sh.n.partitionVSRConfig(uint64(p.ns), spec.config)
+	g, err := sh.openGroup(groupSpec{
+		id: uint64(p.ns), name: p.ns.String(), dir: p.dir, cfg: vcfg, sm: p,
+		partOpts:    sh.n.partitionJournalOptions(vcfg),
+		cluster:     sh.n.cluster,
+		incarnation: sh.n.incarnation,
+		restore:     pp.Restore,
+		rejoin:      spec.rejoin,
+	})
+	if err != nil {
+		pp.Close()
+		return nil, err
+	}
+	p.g = g
+	// The restored checkpoint says where offsets stood; the segments must
+	// hold at least that much, or acknowledged messages below the
+	// checkpoint are gone and their offsets could be minted again.
+	if err := pp.CheckFrontier(g.sb.State().OffsetFrontier); err != nil {
+		g.closeFiles()
+		pp.Close()
+		return nil, err
+	}
+	sh.groups[g.id] = g
+	sh.parts[p.ns] = p
+	sh.drive()
+	p.g.bootBodies = nil
+	pp.Start(sh.n.waits.Open(uint64(p.ns), spec.revision))
+	return p, nil
+}
+
+// groupSM over the partition's exported state-machine methods.
+
+func (p *part) checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
+	return p.Checkpoint(op, table)
+}
+func (p *part) checkpointDurable(op uint64)   { p.CheckpointDurable(op) }
+func (p *part) syncAppend(h *vsr.Header) bool { return p.SyncAppend(h) }
+func (p *part) appliedOp() uint64             { return p.AppliedOp() }
+func (p *part) install(m vsr.Manifest) error  { return p.Install(m) }
+func (p *part) readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
+	return p.ReadArtifact(ckpt, id, off, length)
+}
+func (p *part) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
+	return p.WriteArtifact(ckpt, id, off, data)
+}
+
+// partition.Host.
+
+// Propose implements partition.Host.
+func (p *part) Propose(req vsr.Request, done func(partition.Outcome)) {
+	p.g.submit(&task{kind: tkPartOp, onDone: func(d *task) {
+		done(partition.Outcome{Status: d.status, VStatus: d.vstatus, Reply: d.reply})
+	}}, req)
+}
+
+// Leading implements partition.Host.
+func (p *part) Leading() bool {
+	g := p.g
+	if g == nil || g.r == nil || g.closed || g.failed != nil {
+		return false
+	}
+	info := g.r.Info()
+	return info.IsPrimary && info.Status == "normal"
+}
+
+// CheckpointAfter implements partition.Host.
+func (p *part) CheckpointAfter(op uint64) {
+	if p.g != nil && p.g.r != nil {
+		p.g.r.CheckpointAfter(op)
+	}
+}
+
+// RecordCheckpoint implements partition.Host.
+func (p *part) RecordCheckpoint(op uint64, sum superblock.Uint128, frontier uint64) error {
+	st := p.g.sb.State()
+	st.CheckpointOp = op
+	st.Commit = max(st.Commit, op)
+	st.CheckpointChecksum = sum
+	st.OffsetFrontier = max(st.OffsetFrontier, frontier)
+	return p.g.sb.Write(st)
+}
+
+// Fail implements partition.Host.
+func (p *part) Fail(err error) { p.g.fail(err) }
+
+// Stopped implements partition.Host.
+func (p *part) Stopped() bool { return p.g == nil || p.g.failed != nil || p.g.closed }
+
+// Installed implements partition.Host.
+func (p *part) Installed() {
+	p.sh.n.installs.Add(1)
+	p.sh.n.metrics.StateTransfer(metrics.Partition)
+}
+
+// handle turns a partition request into the partition's typed call and
+// fills the task's result.
+func (p *part) handle(t *task) {
+	switch t.kind {
+	case tkSend:
+		body := t.body
+		if p.Cluster() && !t.owned {
+			// The body outlives the reply (the replica retransmits it, the
+			// plane's queues reference it): it cannot alias the
+			// connection's buffers.
+			body = bytes.Clone(body)
+		}
+		p.g.submit(t, partition.SendRequest(t.producer, t.pSession, t.pRequest, t.user, nowMicros(), body))
+	case tkStoreOffset:
+		req, code := p.StoreOffsetRequest(t.key, t.offset, t.user, nowMicros())
+		p.submitOrFail(t, req, code)
+	case tkDeleteOffset:
+		req, code := p.DeleteOffsetRequest(t.key, t.user, nowMicros())
+		p.submitOrFail(t, req, code)
+	case tkGetOffset:
+		p.GetOffset(t.key, &t.poll)
+		p.sh.deliverTask(t)
+	case tkPoll:
+		p.handlePoll(t)
+	case tkDeleteSegments:
+		if p.Cluster() {
+			p.g.submit(t, p.DeleteSegmentsRequest(int(t.count), t.user, nowMicros()))
+			return
+		}
+		if err := p.DeleteOldest(int(t.count)); err != nil {
+			t.failStatus(uint32(wire.CodeError))
+		}
+		p.sh.deliverTask(t)
+	default:
+		panic(fmt.Sprintf("replica: partition task of kind %d", t.kind))
+	}
+}
+
+func (p *part) submitOrFail(t *task, req vsr.Request, code wire.Code) {
+	if code != 0 {
+		t.failStatus(uint32(code))
+		p.sh.deliverTask(t)
+		return
+	}
+	p.g.submit(t, req)
+}
+
+// handlePoll polls and, for an auto-committing poll that returned
+// messages, submits the offset store before the answer.
+func (p *part) handlePoll(t *task) {
+	buf, code := p.Poll(partition.PollRequest{Strategy: t.strategy, Count: t.count, Key: t.key, Buf: t.buf}, &t.poll)
+	t.buf = buf
+	if code != 0 {
+		t.failStatus(uint32(code))
+	}
+	if t.status == 0 && t.auto && t.poll.Count > 0 {
+		req, store, code := p.AutoCommitRequest(t.key, t.poll.LastOffset, t.user, nowMicros())
+		if code != 0 {
+			t.failStatus(uint32(code))
+		}
+		if store {
+			p.g.submit(t, req)
+			return
+		}
+	}
+	p.sh.deliverTask(t)
+}
+
+// submitPurge proposes the partition's purge to generation gen.
+func (p *part) submitPurge(gen uint64) { p.Purge(gen, nowMicros()) }
+
+// close releases the partition's files.
+func (p *part) close() {
+	p.CloseFeed()
+	if p.g != nil && !p.g.closed {
+		p.g.drop(uint32(wire.CodePartitionNotFound))
+	}
+	p.Close()
+}
+
+func codeReply(code uint32) []byte { return binary.LittleEndian.AppendUint32(make([]byte, 0, 4), code) }
+
+func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
+
+func vsrChecksum(u xxh3.Uint128) vsr.Checksum {
+	var c vsr.Checksum
+	binary.LittleEndian.PutUint64(c[:], u.Lo)
+	binary.LittleEndian.PutUint64(c[8:], u.Hi)
+	return c
+}
