@@ -1,6 +1,6 @@
 //go:build linux
 
-package transport
+package udpgro
 
 import (
 	"bytes"
@@ -13,6 +13,18 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
+
+// bind is a loopback socket wrapped as a QUIC endpoint's is.
+func bind(t *testing.T) net.PacketConn {
+	t.Helper()
+	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := Wrap(uc)
+	t.Cleanup(func() { _ = pc.Close() })
+	return pc
+}
 
 // segmentOOB is a UDP_SEGMENT control message: the kernel cuts the
 // datagram into packets of size bytes (UDP GSO, as quic-go sends).
@@ -50,15 +62,11 @@ func batch(n, size int) []ipv4.Message {
 }
 
 // TestGROConnSplitsCoalescedReads: a GSO send of 20 packets (the last one
-// shorter) arrives on a BindUDP socket as one read and is handed out packet
+// shorter) arrives on a wrapped socket as one read and is handed out packet
 // by packet, across ReadBatch calls when the batch is smaller, each with
 // the sender's address; a plain datagram after it is one packet.
 func TestGROConnSplitsCoalescedReads(t *testing.T) {
-	pc, err := BindUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
+	pc := bind(t)
 	gc, ok := pc.(*groConn)
 	if !ok {
 		t.Fatalf("kernel refused UDP_GRO (%T)", pc) // Linux 5.0 has it
@@ -133,11 +141,7 @@ func TestGROConnSplitsCoalescedReads(t *testing.T) {
 // TestGROConnTruncates: a packet longer than the batch's buffer is cut and
 // flagged MSG_TRUNC, as the kernel flags a short read.
 func TestGROConnTruncates(t *testing.T) {
-	pc, err := BindUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
+	pc := bind(t)
 	gc, ok := pc.(*groConn)
 	if !ok {
 		t.Fatalf("kernel refused UDP_GRO (%T)", pc)

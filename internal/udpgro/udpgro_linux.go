@@ -1,16 +1,17 @@
 //go:build linux
 
-package transport
-
-// UDP receive offload for the QUIC endpoint (Linux). A QUIC sender with
+// Package udpgro gives a QUIC endpoint's UDP socket coalesced reads (Linux's
+// UDP_GRO) in the form quic-go reads them. A QUIC sender with
 // UDP GSO (quic-go's, on Linux) hands the kernel one buffer of up to 64
 // KiB cut into equal packets; without UDP_GRO on the receiving socket the
 // kernel cuts it into single datagrams, queues and wakes the reader for
 // each, and the reader takes each with its own share of a recvmmsg. With
 // UDP_GRO the datagrams of one flow arrive together as one read whose
-// control message names the packet size; groConn hands them to quic-go one
-// packet each (quic-go reads through ReadBatch) and keeps its send path
-// (GSO, ECN, DF) on the socket unchanged.
+// control message names the packet size; Wrap's conn hands them to quic-go
+// one packet each (quic-go reads through ReadBatch) and keeps its send path
+// (GSO, ECN, DF) on the socket unchanged. The server's QUIC listener
+// (replica/transport) and the client's QUIC dialer (client) use it.
+package udpgro
 
 import (
 	"encoding/binary"
@@ -41,9 +42,9 @@ type groConn struct {
 	seg  int
 }
 
-// withGRO turns UDP_GRO on for c and wraps it; the socket itself when the
+// Wrap turns UDP_GRO on for c and wraps it; the socket itself when the
 // kernel refuses (before Linux 5.0), which reads datagram by datagram.
-func withGRO(c *net.UDPConn) net.PacketConn {
+func Wrap(c *net.UDPConn) net.PacketConn {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return c
