@@ -6,14 +6,15 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/replica/codec"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/metadata"
+	"github.com/iggo/iggo/replica/partition"
 	"github.com/iggo/iggo/replica/plane"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/shard/vfs"
@@ -129,7 +130,7 @@ func (n *Node) sender(group uint64) vsr.Sender {
 func (sh *shardLoop) onFrame(t *task) {
 	m := t.msg
 	g := sh.groups[m.Header.Group()]
-	usable := g != nil && !g.closed && g.failed == nil
+	usable := g != nil && g.Usable()
 	switch m.Header.Command() {
 	case vsr.CmdForward:
 		if !usable {
@@ -138,15 +139,14 @@ func (sh *shardLoop) onFrame(t *task) {
 				vsr.Reply{Status: vsr.StatusTransientNotAccepted}, 0))
 			return
 		}
-		g.serveForward(t.from, m)
+		sh.serveForward(g, t.from, m)
 	case vsr.CmdForwardReply:
 		if g != nil {
-			g.forwardReplied(m)
+			g.ForwardReplied(m)
 		}
 	default:
 		if usable {
-			g.r.Step(m)
-			sh.markDirty(g)
+			g.Step(m)
 		}
 	}
 }
@@ -157,119 +157,24 @@ func (n *Node) sendPlane(to uint8, m vsr.Message) {
 	}
 }
 
-// forwardTarget returns the primary a request should be forwarded to: set
-// when this replica is a backup in normal status (a replica in a view
-// change refuses locally, and the client retries).
-func (g *group) forwardTarget() (uint8, bool) {
-	info := g.r.Info()
-	if info.IsPrimary || info.Status != "normal" || int(info.Primary) == g.sh.n.opts.ReplicaID {
-		return 0, false
-	}
-	return info.Primary, true
-}
-
-// forward relays req (its Token already registered in waiting) to the
-// primary.
-func (g *group) forward(to uint8, req vsr.Request) {
-	if g.fwd == nil {
-		g.fwd = map[uint64]uint64{}
-	}
-	g.fwd[req.Token] = g.ticks + g.sh.n.forwardTimeoutTicks
-	if err := g.sh.n.plane.Send(to, vsr.EncodeForward(g.sh.n.sender(g.id), req)); err != nil {
-		g.forwardFailed(req.Token)
-	}
-}
-
-func (g *group) forwardFailed(token uint64) {
-	delete(g.fwd, token)
-	t, ok := g.waiting[token]
-	if !ok {
-		return
-	}
-	delete(g.waiting, token)
-	t.vstatus = vsr.StatusTransientNotAccepted
-	g.sh.deliverTask(t)
-}
-
-// expireForwards answers forwarded requests the primary did not answer in
-// time.
-func (g *group) expireForwards() {
-	for tok, deadline := range g.fwd {
-		if g.ticks >= deadline {
-			g.forwardFailed(tok)
-		}
-	}
-}
-
-// forwardReplied completes a forwarded request with the primary's reply.
-func (g *group) forwardReplied(m vsr.Message) {
-	tok, rp, code := vsr.ForwardedReply(m)
-	if _, ok := g.fwd[tok]; !ok {
-		return
-	}
-	delete(g.fwd, tok)
-	t, ok := g.waiting[tok]
-	if !ok {
-		return
-	}
-	delete(g.waiting, tok)
-	t.status = code
-	t.vstatus, t.evict, t.op, t.reply = rp.Status, rp.Eviction, rp.Op, rp.Body
-	if code == 0 && rp.Status == vsr.StatusOK && rp.Op > g.sm.appliedOp() {
-		// Answer once this node applied the op too: the client's next
-		// request here must see what it just created or sent. Bounded by
-		// the forward deadline.
-		g.held = append(g.held, heldReply{op: rp.Op, deadline: g.ticks + g.sh.n.forwardTimeoutTicks, t: t})
-		return
-	}
-	g.sh.deliverTask(t)
-}
-
-// heldReply is a forwarded reply waiting for its op to apply here.
-type heldReply struct {
-	op, deadline uint64
-	t            *task
-}
-
-// releaseHeld answers held replies whose op applied here (or whose
-// deadline passed).
-func (g *group) releaseHeld() {
-	applied := g.sm.appliedOp()
-	keep := g.held[:0]
-	for _, h := range g.held {
-		if h.op <= applied || g.ticks >= h.deadline || g.closed || g.failed != nil {
-			g.sh.deliverTask(h.t)
-			continue
-		}
-		keep = append(keep, h)
-	}
-	clear(g.held[len(keep):])
-	g.held = keep
-}
-
 // serveForward submits a request a backup forwarded and answers it once
 // the replica replied. It is never forwarded again: a replica that is no
 // longer primary refuses it, and the origin's client retries.
-func (g *group) serveForward(from uint8, m vsr.Message) {
+func (sh *shardLoop) serveForward(g *consensus.Group, from uint8, m vsr.Message) {
 	req := vsr.ForwardedRequest(m)
 	origin := req.Token
-	n := g.sh.n
+	n := sh.n
 	t := &task{kind: tkForwarded, onDone: func(t *task) {
 		rp := vsr.Reply{Op: t.op, Status: t.vstatus, Eviction: t.evict, Body: t.reply}
-		n.sendPlane(from, vsr.EncodeForwardReply(n.sender(g.id), origin, rp, t.status))
-		if t.status == 0 && t.vstatus == vsr.StatusOK && !g.closed && g.failed == nil {
+		n.sendPlane(from, vsr.EncodeForwardReply(n.sender(g.ID()), origin, rp, t.status))
+		if t.status == 0 && t.vstatus == vsr.StatusOK && g.Usable() {
 			// Let the backup apply the op now rather than at the next
 			// commit heartbeat.
-			g.r.CommitNow()
-			g.sh.markDirty(g)
+			g.CommitNow()
 		}
 	}}
 	req.WallClock = max(req.WallClock, nowMicros())
-	g.token++
-	req.Token = g.token
-	g.waiting[req.Token] = t
-	g.r.Submit(req)
-	g.sh.markDirty(g)
+	g.SubmitHere(t, req)
 }
 
 // clusterBootstrap queues root's creation on a first boot of a cluster:
@@ -348,12 +253,10 @@ func (n *Node) quarantineUnknownStorage(view *metadata.State) {
 				if keep[pdir] {
 					continue
 				}
-				if b, err := vfs.ReadFile(osfs, filepath.Join(pdir, incarnationFile)); err == nil {
-					if rev, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && rev > view.Revision() {
-						n.log.Info("partition storage newer than the recovered metadata is kept (the metadata group catches up from its peers)",
-							zap.String("dir", pdir), zap.Uint64("revision", rev), zap.Uint64("metadata_revision", view.Revision()))
-						continue
-					}
+				if rev, ok := partition.ReadIncarnation(osfs, pdir); ok && rev > view.Revision() {
+					n.log.Info("partition storage newer than the recovered metadata is kept (the metadata group catches up from its peers)",
+						zap.String("dir", pdir), zap.Uint64("revision", rev), zap.Uint64("metadata_revision", view.Revision()))
+					continue
 				}
 				dst, err := n.quarantine(osfs, pdir, fmt.Sprintf("%s-%s-%s", s.Name(), t.Name(), p.Name()))
 				if err != nil {

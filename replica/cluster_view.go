@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/shard"
 	"github.com/iggo/iggo/vsr"
 )
@@ -72,43 +73,31 @@ func (b *roleBoard) get(group uint64) (GroupRole, bool) {
 
 func (b *roleBoard) remove(group uint64) { b.m.Delete(group) }
 
-// publishRole refreshes the group's published role when its view, status
-// or primary changed (called by the owning shard after driving the group),
-// and logs role changes.
-func (g *group) publishRole() {
-	if g.r == nil || g.closed || (g.roleKnown && g.sh.n.replicaCount == 1) {
-		// A single node's roles never change after boot: keep the hot path
-		// free of it.
-		return
+// Role implements consensus.Host: it publishes the group's role (called
+// by the driver after driving the group, when its view, status or primary
+// changed or its commit point moved on) and logs role changes.
+func (sh *shardLoop) Role(g *consensus.Group, rc consensus.RoleChange) {
+	info, id := rc.Info, g.ID()
+	if rc.ViewUp {
+		sh.n.metrics.ViewChange(g.Kind())
 	}
-	info := g.r.Info()
-	if g.roleKnown && info.View == g.roleView && info.Status == g.roleStatus && info.IsPrimary == g.rolePrimary {
-		if info.CommitMax-g.roleCommit < 64 {
-			return
-		}
-	}
-	changed := !g.roleKnown || info.View != g.roleView || info.Status != g.roleStatus || info.IsPrimary != g.rolePrimary
-	if g.roleKnown && info.View > g.roleView {
-		g.sh.n.metrics.ViewChange(g.kind())
-	}
-	g.roleKnown, g.roleView, g.roleStatus, g.rolePrimary, g.roleCommit = true, info.View, info.Status, info.IsPrimary, info.CommitMax
-	r := &GroupRole{Group: g.id, View: info.View, Primary: int(info.Primary), IsPrimary: info.IsPrimary && info.Status == "normal",
+	r := &GroupRole{Group: id, View: info.View, Primary: int(info.Primary), IsPrimary: info.IsPrimary && info.Status == "normal",
 		Status: info.Status, Op: info.Op, Commit: info.CommitMax, Applied: info.CommitMin}
-	if g.id == vsr.MetadataGroup {
+	if id == vsr.MetadataGroup {
 		r.Metadata = true
 	} else {
-		ns := shard.Namespace(g.id)
+		ns := shard.Namespace(id)
 		r.Stream, r.Topic, r.Partition = ns.Stream(), ns.Topic(), ns.Partition()
 	}
-	g.sh.n.roles.slot(g.id).Store(r)
-	if g.id == vsr.MetadataGroup && g.sh.n.fresh && g.sh.n.freshTarget == 0 && info.Status == "normal" {
+	sh.n.roles.slot(id).Store(r)
+	if id == vsr.MetadataGroup && sh.n.fresh && sh.n.freshTarget == 0 && info.Status == "normal" {
 		// Every op committed before the wipe is in the log of the view
 		// this replica joined, up to its head: the commit point a StartView
 		// names may lag ops an earlier primary committed.
-		g.sh.n.freshTarget = max(info.CommitMax, info.ViewHead, 1)
+		sh.n.freshTarget = max(info.CommitMax, info.ViewHead, 1)
 	}
-	if changed && g.sh.n.clustered() {
-		g.log.Info("group role", zap.Uint32("view", info.View), zap.String("status", info.Status),
+	if rc.Changed && sh.n.clustered() {
+		g.Log().Info("group role", zap.Uint32("view", info.View), zap.String("status", info.Status),
 			zap.Int("primary", int(info.Primary)), zap.Bool("is_primary", r.IsPrimary), zap.Uint64("commit", info.CommitMax))
 	}
 }

@@ -84,7 +84,7 @@ func TestPartitionExactlyOnceSend(t *testing.T) {
 		next++
 	}
 	last := uint64(2 + 2*partitionCheckpointInterval)
-	if p.g.r.Info().Checkpoint == 0 {
+	if p.g.Replica().Info().Checkpoint == 0 {
 		t.Fatal("no checkpoint was taken")
 	}
 	fsys = fsys.CrashWith(vfs.CrashDropAll)

@@ -35,14 +35,16 @@
 //     in order.
 //   - HTTP. The HTTP API (package httpapi, http.go) runs on shard 0's
 //     behalf on net/http's goroutines. It serves nothing itself: each route
-//     runs the binary command on a local session (local.go), a conn whose
-//     socket is a reply capture, through conn.handle — the same decode,
-//     admission, permission checks, forwarding and inbox hand-offs as a
-//     socket's frames. A session registers a VSR client session (the
+//     runs the binary command on a local session (local_session.go), a
+//     conn whose socket is a reply capture, through conn.handle — the same
+//     decode, admission, permission checks, forwarding and inbox hand-offs
+//     as a socket's frames. A session registers a VSR client session (the
 //     Register a binary login commits) at its first write; reads need none.
 //   - Shard loop iteration. Handle takes what one wake-up brought (tasks and
 //     coalesced ticks), submits requests to the replicas, then drives every
-//     touched replica's Ready until nothing more happens: view-state writes,
+//     touched replica's Ready until nothing more happens (package
+//     consensus: a consensus.Group per group, one consensus.Driver per
+//     shard with the shard loop as its host): view-state writes,
 //     journal appends (one vectored write per journal file), one group
 //     commit per pass (every journal that needs fdatasync, and segment syncs
 //     that are due, in one vfs submission), the AppendDones that commit and
@@ -184,9 +186,9 @@
 // with 46 and logged. Every consumer-group join records the node holding
 // the member's connection and that node's incarnation (its start, µs), so
 // the members of a node that went away are found without their
-// connections (evict.go): a node that restarts removes its previous runs'
-// members once its metadata replica is in normal status (a single node
-// during boot), and the metadata primary removes those of a node gossip
+// connections (consumer_group_evict.go): a node that restarts removes its
+// previous runs' members once its metadata replica is in normal status (a
+// single node during boot), and the metadata primary removes those of a node gossip
 // reports dead or left for cluster.member_eviction_timeout
 // (EvictNodeMembers, package metadata).
 //
@@ -380,11 +382,9 @@
 //
 // # View state (viewstate)
 //
-// Two 40 KiB slots written alternately (slot = sequence mod 2), each
-// little-endian: magic "IGGOVIEW" (8), sequence u64 (≥ 1), payload length
-// u32, 12 zero bytes, the payload (vsr.EncodeState), XXH3-128 of everything
-// before it (low half first). The newest valid slot wins; a torn write can
-// only damage the slot being written.
+// A group's vsr state record lives in its view-state file: two slots
+// written alternately, the newest valid one wins. Package consensus, which
+// reads and writes it, documents the format byte by byte.
 //
 // # Partition checkpoint, segment list, purge.gen
 //

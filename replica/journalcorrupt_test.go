@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard/vfs"
 )
@@ -92,7 +93,7 @@ func TestSoloJournalCorruptionRefused(t *testing.T) {
 
 	sh = testShard(t, fsys)
 	_, err = sh.openPartition(spec)
-	if !errors.Is(err, errJournalCorrupt) {
+	if !errors.Is(err, consensus.ErrJournalCorrupt) {
 		t.Fatalf("open after corruption of op %d: %v, want a refusal", victim, err)
 	}
 	for _, want := range []string{jfile, "byte offset", "restore the data directory", "--fresh"} {

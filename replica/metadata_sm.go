@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/journal"
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -51,7 +52,7 @@ type metaSM struct {
 	n     *Node
 	sh    *shardLoop
 	store *metadata.Store
-	g     *group
+	g     *consensus.Group
 	dir   string
 	// booting suppresses effects while the journal is replayed; the node
 	// reconciles partition storage with the recovered view afterwards.
@@ -63,7 +64,7 @@ type metaSM struct {
 	sysBusy    bool
 	sysRetry   bool // a refused system request waits for the next tick
 	sysTask    task
-	// bootEvicted: the restart's EvictNodeMembers was queued (evict.go).
+	// bootEvicted: the restart's EvictNodeMembers was queued (consumer_group_evict.go).
 	bootEvicted bool
 
 	// State transfer (transfer.go).
@@ -136,9 +137,9 @@ func (m *metaSM) Apply(h *vsr.Header, body []byte) []byte {
 	return out
 }
 
-func (m *metaSM) syncAppend(*vsr.Header) bool { return true }
+func (m *metaSM) SyncAppend(*vsr.Header) bool { return true }
 
-func (m *metaSM) appliedOp() uint64 { return m.store.View().LastApplied() }
+func (m *metaSM) AppliedOp() uint64 { return m.store.View().LastApplied() }
 
 // Metadata checkpoint: metadata/snapshot.bin (journal.WriteSnapshot: the
 // data below plus a trailer with the op and its checksum). The data is
@@ -152,7 +153,7 @@ func (m *metaSM) appliedOp() uint64 { return m.store.View().LastApplied() }
 // restart in between must find it.
 const prevSnapshotDir = "prev"
 
-func (m *metaSM) checkpoint(op uint64, sessions []byte) (vsr.Manifest, error) {
+func (m *metaSM) Checkpoint(op uint64, sessions []byte) (vsr.Manifest, error) {
 	st := m.store.View()
 	if st.LastApplied() != op {
 		panic(fmt.Sprintf("replica: metadata checkpoint of op %d with op %d applied", op, st.LastApplied()))
@@ -180,11 +181,7 @@ func (m *metaSM) checkpoint(op uint64, sessions []byte) (vsr.Manifest, error) {
 	if err != nil {
 		return vsr.Manifest{}, err
 	}
-	sb := m.g.sb.State()
-	sb.CheckpointOp = op
-	sb.Commit = max(sb.Commit, op)
-	sb.CheckpointChecksum = superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}
-	if err := m.g.sb.Write(sb); err != nil {
+	if err := m.g.WriteCheckpoint(op, superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}, 0); err != nil {
 		return vsr.Manifest{}, err
 	}
 	return metaManifest(op, snap, sessions), nil
@@ -197,7 +194,7 @@ func metaManifest(op uint64, snap, sessions []byte) vsr.Manifest {
 	}}
 }
 
-func (m *metaSM) checkpointDurable(uint64) {}
+func (m *metaSM) CheckpointDurable(uint64) {}
 
 // restore loads the checkpoint at op from snapshot.bin (or the previous
 // one kept under prev/).
@@ -241,7 +238,7 @@ func (m *metaSM) restore(op uint64) (*vsr.Manifest, []byte, error) {
 // submitClient hands a client's metadata request to the replica.
 func (m *metaSM) submitClient(t *task) {
 	t.req.WallClock = nowMicros()
-	m.g.submit(t, t.req)
+	m.g.Submit(t, t.req)
 }
 
 // sysItem is a queued system command and, optionally, the task to answer
@@ -289,7 +286,7 @@ func (m *metaSM) pumpSystem() {
 			Operation: uint8(metadata.OperationOf(c)), Body: body, WallClock: nowMicros()}
 	}
 	m.sysBusy = true
-	m.g.submit(t, t.req)
+	m.g.Submit(t, t.req)
 }
 
 func (m *metaSM) systemDone(t *task) {

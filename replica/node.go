@@ -23,6 +23,7 @@ import (
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/audit"
 	"github.com/iggo/iggo/replica/config"
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/datadir"
 	"github.com/iggo/iggo/replica/fdbudget"
 	"github.com/iggo/iggo/replica/gossip"
@@ -180,7 +181,7 @@ type Node struct {
 	waits     *longpoll.Hub
 	waitMax   time.Duration
 	partStats sync.Map // shard.Namespace → *partStats
-	handOffs  sync.Map // handOffKey → handOffWait (coop.go)
+	handOffs  sync.Map // handOffKey → handOffWait (consumer_group_rebalance.go)
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
 
 	// Gossip (cluster mode) and a test hook adjusting its configuration
@@ -538,25 +539,23 @@ func (n *Node) bootMetadata() error {
 	m := &metaSM{n: n, sh: sh, store: n.store, dir: dir, booting: true}
 	sh.meta = m
 	cfg := n.metadataVSRConfig()
-	g, err := sh.openGroup(groupSpec{
-		id: vsr.MetadataGroup, name: "metadata", dir: dir, cfg: cfg, sm: m, metadata: true,
-		metaOpts:    journal.MetadataOptions{Slots: 2 * cfg.JournalSlots, MaxEntry: int(n.maxFrame) + 4096},
-		cluster:     n.cluster,
-		incarnation: n.incarnation,
-		restore:     m.restore,
-		rejoin:      n.fresh,
+	g, err := sh.openGroup(consensus.Spec{
+		ID: vsr.MetadataGroup, Name: "metadata", Dir: dir, Config: cfg, SM: m, Metadata: true,
+		MetaOpts: journal.MetadataOptions{Slots: 2 * cfg.JournalSlots, MaxEntry: int(n.maxFrame) + 4096},
+		Restore:  m.restore,
+		Rejoin:   n.fresh,
 	})
 	if err != nil {
 		return err
 	}
 	m.g = g
-	sh.groups[g.id] = g
+	sh.groups[g.ID()] = g
 	sh.settle()
-	g.bootBodies = nil
+	g.EndBoot()
 	view := n.store.View()
 	counts := view.Counts()
-	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Uint64("checkpoint_op", g.durableCkpt),
-		zap.Int("journal_ops_replayed", g.bootOps), zap.Int("streams", counts.Streams), zap.Int("topics", counts.Topics),
+	n.log.Info("metadata recovered", zap.Uint64("op", view.LastApplied()), zap.Uint64("checkpoint_op", g.DurableCheckpoint()),
+		zap.Int("journal_ops_replayed", g.BootOps()), zap.Int("streams", counts.Streams), zap.Int("topics", counts.Topics),
 		zap.Int("partitions", counts.Partitions), zap.Int("consumer_groups", counts.ConsumerGroups),
 		zap.Int("users", counts.Users))
 	if n.clustered() {
@@ -597,7 +596,7 @@ func (n *Node) bootMetadata() error {
 	}
 	m.booting = false
 	// Members of consumer groups were connections of the previous run;
-	// none survived the restart (evict.go). Members recorded before joins
+	// none survived the restart (consumer_group_evict.go). Members recorded before joins
 	// carried their node have an unknown boot: on a single node they are
 	// the previous run's too.
 	m.bootEvicted = true
@@ -629,8 +628,8 @@ func (n *Node) bootWait(sh *shardLoop, cond func() bool, what string) error {
 			return nil
 		}
 		for _, g := range sh.groups {
-			if g.failed != nil {
-				return fmt.Errorf("replica: %s: %w", what, g.failed)
+			if g.Failed() != nil {
+				return fmt.Errorf("replica: %s: %w", what, g.Failed())
 			}
 		}
 		if time.Now().After(deadline) {
@@ -740,14 +739,14 @@ func (n *Node) bootPartitions() error {
 	for _, sh := range n.shards {
 		for _, p := range sh.parts {
 			segs, msgs, size := int(p.stats.Segments.Load()), p.stats.Messages.Load(), p.stats.Size.Load()
-			p.log.Debug("partition recovered", zap.Uint64("op", p.AppliedOp()), zap.Uint64("checkpoint_op", p.g.durableCkpt),
-				zap.Int("journal_ops_replayed", p.g.bootOps), zap.Int("segments", segs), zap.Uint64("messages", msgs),
+			p.log.Debug("partition recovered", zap.Uint64("op", p.AppliedOp()), zap.Uint64("checkpoint_op", p.g.DurableCheckpoint()),
+				zap.Int("journal_ops_replayed", p.g.BootOps()), zap.Int("segments", segs), zap.Uint64("messages", msgs),
 				zap.Uint64("bytes", size), zap.Uint64("next_offset", p.NextOffset()), zap.Int("consumer_offsets", p.OffsetCount()))
 			tot.segments += segs
 			tot.messages += msgs
 			tot.bytes += size
 			tot.offsets += p.OffsetCount()
-			tot.ops += p.g.bootOps
+			tot.ops += p.g.BootOps()
 		}
 	}
 	n.log.Info("partitions recovered", zap.Int("partitions", len(keep)), zap.Int("journal_ops_replayed", tot.ops),

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/partition"
@@ -43,11 +44,11 @@ type (
 
 // part is a partition hosted on its owning shard: the state machine, its
 // consensus group and the shard. It is the partition's partition.Host and
-// its group's groupSM.
+// its group's consensus.StateMachine.
 type part struct {
 	*partition.Partition
 	sh       *shardLoop
-	g        *group
+	g        *consensus.Group
 	ns       shard.Namespace
 	stream   uint32
 	topic    uint32
@@ -145,13 +146,11 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*part, error) {
 	}
 	p.Partition, p.log, p.stats = pp, pp.Log(), pp.Stats()
 	vcfg := sh.n.partitionVSRConfig(uint64(p.ns), spec.config)
-	g, err := sh.openGroup(groupSpec{
-		id: uint64(p.ns), name: p.ns.String(), dir: p.dir, cfg: vcfg, sm: p,
-		partOpts:    sh.n.partitionJournalOptions(vcfg),
-		cluster:     sh.n.cluster,
-		incarnation: sh.n.incarnation,
-		restore:     pp.Restore,
-		rejoin:      spec.rejoin,
+	g, err := sh.openGroup(consensus.Spec{
+		ID: uint64(p.ns), Name: p.ns.String(), Dir: p.dir, Config: vcfg, SM: p,
+		PartOpts: sh.n.partitionJournalOptions(vcfg),
+		Restore:  pp.Restore,
+		Rejoin:   spec.rejoin,
 	})
 	if err != nil {
 		pp.Close()
@@ -161,40 +160,24 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*part, error) {
 	// The restored checkpoint says where offsets stood; the segments must
 	// hold at least that much, or acknowledged messages below the
 	// checkpoint are gone and their offsets could be minted again.
-	if err := pp.CheckFrontier(g.sb.State().OffsetFrontier); err != nil {
-		g.closeFiles()
+	if err := pp.CheckFrontier(g.Superblock().OffsetFrontier); err != nil {
+		g.CloseFiles()
 		pp.Close()
 		return nil, err
 	}
-	sh.groups[g.id] = g
+	sh.groups[g.ID()] = g
 	sh.parts[p.ns] = p
 	sh.drive()
-	p.g.bootBodies = nil
+	p.g.EndBoot()
 	pp.Start(sh.n.waits.Open(uint64(p.ns), spec.revision))
 	return p, nil
-}
-
-// groupSM over the partition's exported state-machine methods.
-
-func (p *part) checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
-	return p.Checkpoint(op, table)
-}
-func (p *part) checkpointDurable(op uint64)   { p.CheckpointDurable(op) }
-func (p *part) syncAppend(h *vsr.Header) bool { return p.SyncAppend(h) }
-func (p *part) appliedOp() uint64             { return p.AppliedOp() }
-func (p *part) install(m vsr.Manifest) error  { return p.Install(m) }
-func (p *part) readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
-	return p.ReadArtifact(ckpt, id, off, length)
-}
-func (p *part) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
-	return p.WriteArtifact(ckpt, id, off, data)
 }
 
 // partition.Host.
 
 // Propose implements partition.Host.
 func (p *part) Propose(req vsr.Request, done func(partition.Outcome)) {
-	p.g.submit(&task{kind: tkPartOp, onDone: func(d *task) {
+	p.g.Submit(&task{kind: tkPartOp, onDone: func(d *task) {
 		done(partition.Outcome{Status: d.status, VStatus: d.vstatus, Reply: d.reply})
 	}}, req)
 }
@@ -202,35 +185,30 @@ func (p *part) Propose(req vsr.Request, done func(partition.Outcome)) {
 // Leading implements partition.Host.
 func (p *part) Leading() bool {
 	g := p.g
-	if g == nil || g.r == nil || g.closed || g.failed != nil {
+	if g == nil || g.Replica() == nil || !g.Usable() {
 		return false
 	}
-	info := g.r.Info()
+	info := g.Replica().Info()
 	return info.IsPrimary && info.Status == "normal"
 }
 
 // CheckpointAfter implements partition.Host.
 func (p *part) CheckpointAfter(op uint64) {
-	if p.g != nil && p.g.r != nil {
-		p.g.r.CheckpointAfter(op)
+	if p.g != nil && p.g.Replica() != nil {
+		p.g.Replica().CheckpointAfter(op)
 	}
 }
 
 // RecordCheckpoint implements partition.Host.
 func (p *part) RecordCheckpoint(op uint64, sum superblock.Uint128, frontier uint64) error {
-	st := p.g.sb.State()
-	st.CheckpointOp = op
-	st.Commit = max(st.Commit, op)
-	st.CheckpointChecksum = sum
-	st.OffsetFrontier = max(st.OffsetFrontier, frontier)
-	return p.g.sb.Write(st)
+	return p.g.WriteCheckpoint(op, sum, frontier)
 }
 
 // Fail implements partition.Host.
-func (p *part) Fail(err error) { p.g.fail(err) }
+func (p *part) Fail(err error) { p.g.Fail(err) }
 
 // Stopped implements partition.Host.
-func (p *part) Stopped() bool { return p.g == nil || p.g.failed != nil || p.g.closed }
+func (p *part) Stopped() bool { return p.g == nil || p.g.Failed() != nil || p.g.Closed() }
 
 // Installed implements partition.Host.
 func (p *part) Installed() {
@@ -250,7 +228,7 @@ func (p *part) handle(t *task) {
 			// connection's buffers.
 			body = bytes.Clone(body)
 		}
-		p.g.submit(t, partition.SendRequest(t.producer, t.pSession, t.pRequest, t.user, nowMicros(), body))
+		p.g.Submit(t, partition.SendRequest(t.producer, t.pSession, t.pRequest, t.user, nowMicros(), body))
 	case tkStoreOffset:
 		req, code := p.StoreOffsetRequest(t.key, t.offset, t.user, nowMicros())
 		p.submitOrFail(t, req, code)
@@ -264,7 +242,7 @@ func (p *part) handle(t *task) {
 		p.handlePoll(t)
 	case tkDeleteSegments:
 		if p.Cluster() {
-			p.g.submit(t, p.DeleteSegmentsRequest(int(t.count), t.user, nowMicros()))
+			p.g.Submit(t, p.DeleteSegmentsRequest(int(t.count), t.user, nowMicros()))
 			return
 		}
 		if err := p.DeleteOldest(int(t.count)); err != nil {
@@ -282,7 +260,7 @@ func (p *part) submitOrFail(t *task, req vsr.Request, code wire.Code) {
 		p.sh.deliverTask(t)
 		return
 	}
-	p.g.submit(t, req)
+	p.g.Submit(t, req)
 }
 
 // handlePoll polls and, for an auto-committing poll that returned
@@ -299,7 +277,7 @@ func (p *part) handlePoll(t *task) {
 			t.failStatus(uint32(code))
 		}
 		if store {
-			p.g.submit(t, req)
+			p.g.Submit(t, req)
 			return
 		}
 	}
@@ -312,8 +290,8 @@ func (p *part) submitPurge(gen uint64) { p.Purge(gen, nowMicros()) }
 // close releases the partition's files.
 func (p *part) close() {
 	p.CloseFeed()
-	if p.g != nil && !p.g.closed {
-		p.g.drop(uint32(wire.CodePartitionNotFound))
+	if p.g != nil && !p.g.Closed() {
+		p.g.Drop(uint32(wire.CodePartitionNotFound))
 	}
 	p.Close()
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/replica/consensus"
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/partition"
@@ -41,7 +42,7 @@ const (
 // wireCodeUnavailable answers requests to a group that stopped after a
 // storage failure: retryable for the client, which may reach a restarted
 // node.
-const wireCodeUnavailable = uint32(vsr.StatusTransientNotAccepted)
+const wireCodeUnavailable = consensus.CodeUnavailable
 
 // task is one unit of work for a shard loop. A connection owns one task and
 // reuses it for every request it forwards (it waits for the answer before
@@ -96,6 +97,14 @@ type task struct {
 
 func (t *task) failStatus(code uint32) { t.status = code }
 
+// SetCode implements consensus.Waiter.
+func (t *task) SetCode(code uint32) { t.status = code }
+
+// SetReply implements consensus.Waiter.
+func (t *task) SetReply(rp vsr.Reply) {
+	t.vstatus, t.evict, t.op, t.reply = rp.Status, rp.Eviction, rp.Op, rp.Body
+}
+
 func (t *task) resetResult() {
 	t.status, t.vstatus, t.evict, t.op, t.reply = 0, 0, 0, 0, nil
 	t.poll.Reset()
@@ -110,12 +119,11 @@ type shardLoop struct {
 	fs  vfs.ShardFS
 	log *zap.Logger
 
-	groups map[uint64]*group
+	groups map[uint64]*consensus.Group
 	parts  map[shard.Namespace]*part
 	meta   *metaSM
 
-	dirty      []*group
-	syncGroups []*group
+	drv *consensus.Driver
 	// pipe is the segment write pipeline of this shard's partitions.
 	pipe      *partition.Pipeline
 	batch     vfs.Batch
@@ -139,9 +147,10 @@ type outTask struct {
 func newShardLoop(n *Node, id int, fsys vfs.ShardFS) *shardLoop {
 	mp := n.cfg.MemoryPool
 	sh := &shardLoop{n: n, id: id, fs: fsys, log: n.log.Named("shard").With(zap.Int("shard", id)),
-		groups: map[uint64]*group{}, parts: map[shard.Namespace]*part{},
+		groups: map[uint64]*consensus.Group{}, parts: map[shard.Namespace]*part{},
 		stamps: newStampPool(mp.Enabled, int64(mp.Size), mp.BucketCapacity, max(len(n.shards), 1))}
 	sh.pipe = partition.NewPipeline(n.cfg.Partition.SegmentWritebackBytes.Bytes(), &sh.stamps)
+	sh.drv = consensus.NewDriver(fsys, n.metrics, sh)
 	return sh
 }
 
@@ -188,12 +197,12 @@ func (sh *shardLoop) closeAll() {
 		p.close()
 	}
 	for _, g := range sh.groups {
-		if !g.closed {
-			g.drop(wireCodeUnavailable)
+		if !g.Closed() {
+			g.Drop(wireCodeUnavailable)
 		}
 	}
 	sh.parts = map[shard.Namespace]*part{}
-	sh.groups = map[uint64]*group{}
+	sh.groups = map[uint64]*consensus.Group{}
 	for _, t := range sh.deliver {
 		if t.done != nil {
 			t.done <- struct{}{}
@@ -213,21 +222,21 @@ func (sh *shardLoop) Pending() int {
 	return n
 }
 
-func (sh *shardLoop) markDirty(g *group) {
-	if !g.dirty {
-		g.dirty = true
-		sh.dirty = append(sh.dirty, g)
-	}
-}
+// MarkDirty implements consensus.Host.
+func (sh *shardLoop) MarkDirty(g *consensus.Group) { sh.drv.MarkDirty(g) }
 
-func (sh *shardLoop) needSync(g *group) {
-	for _, x := range sh.syncGroups {
-		if x == g {
-			return
-		}
-	}
-	sh.syncGroups = append(sh.syncGroups, g)
-}
+// NeedSync implements consensus.Host.
+func (sh *shardLoop) NeedSync(g *consensus.Group) { sh.drv.NeedSync(g) }
+
+// Send implements consensus.Host: a message of g's Ready goes to the
+// node's transport.
+func (sh *shardLoop) Send(g *consensus.Group, e vsr.Envelope) { sh.n.transport.Send(g.ID(), e) }
+
+// SendPeer implements consensus.Host (forwarded requests).
+func (sh *shardLoop) SendPeer(to uint8, m vsr.Message) error { return sh.n.plane.Send(to, m) }
+
+// Deliver implements consensus.Host: w is always a task.
+func (sh *shardLoop) Deliver(w consensus.Waiter) { sh.deliverTask(w.(*task)) }
 
 // deliverTask records a finished task; answers go out after the iteration's
 // storage work (a send's reply must not release the connection's buffer
@@ -264,83 +273,38 @@ func (sh *shardLoop) settle() {
 
 // drive runs every dirty group's Ready until all are quiet, with one group
 // commit (fdatasync per journal file) per pass and the segment writes the
-// applied ops produced.
-func (sh *shardLoop) drive() {
-	for {
-		progress := false
-		for len(sh.dirty) > 0 {
-			list := sh.dirty
-			sh.dirty = nil
-			for _, g := range list {
-				g.dirty = false
-				if g.failed != nil || g.closed {
-					continue
-				}
-				for g.r.HasReady() {
-					progress = true
-					g.process(g.r.Ready())
-					if g.failed != nil {
-						break
-					}
-				}
-				if g.commitNow && g.failed == nil {
-					g.commitNow = false
-					g.r.CommitNow()
-					for g.r.HasReady() && g.failed == nil {
-						progress = true
-						g.process(g.r.Ready())
-					}
-				}
-				g.publishRole()
-				if len(g.held) > 0 {
-					g.releaseHeld()
-				}
-			}
-		}
-		if len(sh.syncGroups) > 0 {
-			progress = true
-			sh.batch.Reset()
-			for _, g := range sh.syncGroups {
-				g.ticket = g.j.SyncTo(&sh.batch)
-			}
-			plans := sh.pipe.StageSyncs(&sh.batch)
-			var err error
-			if !sh.batch.Empty() {
-				start := time.Now()
-				err = sh.fs.Submit(&sh.batch)
-				sh.n.metrics.ObserveStorage(metrics.GroupCommit, time.Since(start))
-			}
-			sh.batch.Reset()
-			sh.pipe.FinishSyncs(plans, err)
-			groups := sh.syncGroups
-			sh.syncGroups = nil
-			for _, g := range groups {
-				g.syncDone(err)
-				sh.markDirty(g)
-			}
-		}
-		if sh.pipe.Queued() {
-			sh.pipe.Flush(&sh.batch, sh.submitSegments)
-		}
-		if !progress && len(sh.dirty) == 0 {
-			if sh.pipe.SyncsDue() && len(sh.syncGroups) == 0 {
-				// No group commit to ride (replicated topics journal
-				// without fdatasync): sync and hint what is due on its
-				// own.
-				sh.batch.Reset()
-				plans := sh.pipe.StageSyncs(&sh.batch)
-				var err error
-				if !sh.batch.Empty() {
-					start := time.Now()
-					err = sh.fs.Submit(&sh.batch)
-					sh.n.metrics.ObserveStorage(metrics.SegmentSync, time.Since(start))
-				}
-				sh.batch.Reset()
-				sh.pipe.FinishSyncs(plans, err)
-			}
-			return
-		}
+// applied ops produced (consensus.Driver, with the hooks below).
+func (sh *shardLoop) drive() { sh.drv.Drive() }
+
+// StageCommit implements consensus.PassHooks: the segment syncs and
+// writeback hints that are due ride the group commit's submission.
+func (sh *shardLoop) StageCommit(b *vfs.Batch) func(error) { return sh.pipe.StageCommit(b) }
+
+// AfterPass implements consensus.PassHooks: the records the pass applied
+// are written to their segments.
+func (sh *shardLoop) AfterPass() {
+	if sh.pipe.Queued() {
+		sh.pipe.Flush(&sh.batch, sh.submitSegments)
 	}
+}
+
+// Idle implements consensus.PassHooks. With no group commit to ride
+// (replicated topics journal without fdatasync) the segment syncs and
+// hints that are due run on their own.
+func (sh *shardLoop) Idle() {
+	if !sh.pipe.SyncsDue() {
+		return
+	}
+	sh.batch.Reset()
+	plans := sh.pipe.StageSyncs(&sh.batch)
+	var err error
+	if !sh.batch.Empty() {
+		start := time.Now()
+		err = sh.fs.Submit(&sh.batch)
+		sh.n.metrics.ObserveStorage(metrics.SegmentSync, time.Since(start))
+	}
+	sh.batch.Reset()
+	sh.pipe.FinishSyncs(plans, err)
 }
 
 // submitSegments submits the pipeline's segment writes (partition.Pipeline
@@ -357,21 +321,7 @@ func (sh *shardLoop) tick(n uint64) {
 	// to see that time passed, not every step of it.
 	n = min(n, 100)
 	for _, g := range sh.groups {
-		if g.failed != nil || g.closed {
-			continue
-		}
-		for i := uint64(0); i < n; i++ {
-			g.r.Tick()
-		}
-		g.ticks += n
-		g.watchLag()
-		if len(g.fwd) > 0 {
-			g.expireForwards()
-		}
-		if len(g.held) > 0 {
-			g.releaseHeld()
-		}
-		sh.markDirty(g)
+		g.Tick(n)
 	}
 	if sh.meta != nil {
 		sh.meta.tick()
@@ -432,7 +382,7 @@ func (sh *shardLoop) dispatch(t *task) {
 			sh.deliverTask(t)
 			return
 		}
-		if p.g.failed != nil {
+		if p.g.Failed() != nil {
 			t.failStatus(wireCodeUnavailable)
 			sh.deliverTask(t)
 			return
@@ -478,7 +428,7 @@ func (sh *shardLoop) dispatch(t *task) {
 		view := sh.n.store.View()
 		now := nowMicros()
 		for _, p := range sh.parts {
-			if p.g.failed != nil {
+			if p.g.Failed() != nil {
 				continue
 			}
 			st := view.Stream(p.stream)
@@ -502,8 +452,8 @@ func (sh *shardLoop) deletePartition(p *part) {
 	p.close()
 	sh.n.releasePartitionSlot()
 	delete(sh.parts, p.ns)
-	delete(sh.groups, p.g.id)
-	sh.n.roles.remove(p.g.id)
+	delete(sh.groups, p.g.ID())
+	sh.n.roles.remove(p.g.ID())
 	sh.n.unregisterPartition(p)
 	if err := sh.fs.RemoveAll(p.dir); err != nil {
 		sh.log.Error("removing partition storage failed", zap.String("dir", p.dir), zap.Error(err))

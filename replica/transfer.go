@@ -53,7 +53,7 @@ type metaStaged struct {
 	arts map[uint32][]byte
 }
 
-func (m *metaSM) readArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
+func (m *metaSM) ReadArtifact(ckpt uint64, id uint32, off uint64, length uint32) ([]byte, error) {
 	if m.served.op != ckpt {
 		snap, sessions, err := m.loadCheckpoint(ckpt)
 		if err != nil {
@@ -90,9 +90,9 @@ func (m *metaSM) loadCheckpoint(op uint64) (snap, sessions []byte, err error) {
 	return nil, nil, fmt.Errorf("%w: no metadata snapshot of checkpoint %d", errArtifact, op)
 }
 
-// writeArtifact stages bytes of artifact id at off; staging is by id and
+// WriteArtifact stages bytes of artifact id at off; staging is by id and
 // carries over to a newer checkpoint (see vsr.ArtifactWrite).
-func (m *metaSM) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
+func (m *metaSM) WriteArtifact(ckpt uint64, id uint32, off uint64, data []byte) error {
 	if id != vsr.SessionsArtifact && id != 1 {
 		return fmt.Errorf("%w: metadata has no artifact %d", errArtifact, id)
 	}
@@ -110,7 +110,7 @@ func (m *metaSM) writeArtifact(ckpt uint64, id uint32, off uint64, data []byte) 
 	return nil
 }
 
-func (m *metaSM) install(man vsr.Manifest) error {
+func (m *metaSM) Install(man vsr.Manifest) error {
 	if m.staged.arts == nil {
 		return fmt.Errorf("%w: nothing staged for checkpoint %d", errArtifact, man.Op)
 	}
@@ -147,11 +147,7 @@ func (m *metaSM) install(man vsr.Manifest) error {
 	if err != nil {
 		return err
 	}
-	sb := m.g.sb.State()
-	sb.CheckpointOp = man.Op
-	sb.Commit = max(sb.Commit, man.Op)
-	sb.CheckpointChecksum = superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}
-	if err := m.g.sb.Write(sb); err != nil {
+	if err := m.g.WriteCheckpoint(man.Op, superblock.Uint128{Hi: sum.Hi, Lo: sum.Lo}, 0); err != nil {
 		return err
 	}
 	m.store.Replace(st)

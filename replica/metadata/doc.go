@@ -118,8 +118,9 @@
 // pending Revocation (target member, Since = the join's timestamp): the
 // owner keeps it for commits (Owns) but may not poll it (Pollable,
 // Assignment), and nobody else gets it until CompleteRevocation moves it
-// (the node decides when: package replica, coop.go). Leave, disconnect,
-// node eviction and partition changes re-deal every partition round robin
+// (the node decides when: package replica,
+// consumer_group_rebalance.go). Leave, disconnect, node eviction and
+// partition changes re-deal every partition round robin
 // and drop pending revocations, as Iggy's rebalance_members does. Joins
 // decoded from prepare bodies before version 4 (Redeal) re-deal round
 // robin, as they did when they committed.

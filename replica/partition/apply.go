@@ -79,12 +79,16 @@ func (p *Partition) applyPurge(gen uint64) []byte {
 	p.clearPolled()
 	p.kindCounts = nil
 	if gen > p.diskGen {
-		p.flushSegments()
+		if p.failOn(p.flushSegments()) {
+			return codeReply(0)
+		}
 		if err := p.seg.Purge(p.next); err != nil {
-			panic(fmt.Sprintf("replica: partition %s: purge at offset %d: %v", p.ns, p.next, err))
+			p.failOn(fmt.Errorf("replica: partition %s: purge at offset %d: %w", p.ns, p.next, err))
+			return codeReply(0)
 		}
 		if err := writePurgeGen(p.fs, p.dir, gen); err != nil {
-			panic(fmt.Sprintf("replica: partition %s: recording purge generation %d: %v", p.ns, gen, err))
+			p.failOn(fmt.Errorf("replica: partition %s: recording purge generation %d: %w", p.ns, gen, err))
+			return codeReply(0)
 		}
 		p.diskGen = gen
 		p.written = p.seg.NextOffset()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/iggo/iggo/internal/mutation"
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -139,7 +140,13 @@ func decodeCheckpoint(b []byte) (checkpointState, error) {
 // that leaves the previous checkpoint in force and the new files
 // unreferenced (removed once a later checkpoint is durable).
 func (p *Partition) Checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
-	p.flushSegments()
+	if mutation.On(mutation.DropProducerTable) {
+		table = nil
+	}
+	if err := p.flushSegments(); err != nil {
+		p.failOn(err)
+		return vsr.Manifest{}, err
+	}
 	var list []segEntry
 	files := []newFile{{path: filepath.Join(p.dir, ckptName(op)),
 		data: encodeCheckpoint(checkpointState{op: op, next: p.next, purgeGen: p.purgeGen, offsets: p.offsets, table: table})}}
@@ -180,7 +187,9 @@ func (p *Partition) writeCheckpointFiles(files []newFile) error {
 	if err != nil {
 		return errors.Join(err, closeFiles(opened))
 	}
-	plan.AddTo(&b)
+	if !mutation.On(mutation.SkipCheckpointSegmentSync) {
+		plan.AddTo(&b)
+	}
 	err = p.fs.Submit(&b)
 	cerr := closeFiles(opened)
 	if serr := p.seg.CompleteSync(plan, planFailure(err, plan)); serr != nil {

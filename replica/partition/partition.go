@@ -20,6 +20,7 @@ import (
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
 	"github.com/iggo/iggo/vsr"
+	"github.com/zeebo/xxh3"
 )
 
 // Host is what a partition needs from the group and node that hold it.
@@ -193,7 +194,8 @@ type Partition struct {
 	retaining uint64
 }
 
-// IncarnationFile holds the partition revision, decimal (claimDir).
+// IncarnationFile holds the partition revision and its checksum
+// (claimDir, encodeIncarnation).
 const IncarnationFile = "incarnation"
 
 // ErrDamaged marks local partition storage that cannot back its own
@@ -290,14 +292,24 @@ func (p *Partition) Start(feed *longpoll.Feed) {
 
 // claimDir makes dir belong to this incarnation: a directory left by an
 // earlier partition with the same ids (deleted while the node was down, or
-// before a crash finished removing it) is wiped first.
+// before a crash finished removing it) is wiped first. A damaged
+// incarnation file is not taken for an earlier partition's: wiping the
+// directory would leave an empty replica that votes as if it had never
+// acknowledged anything, so it is ErrDamaged (a cluster node quarantines
+// the storage and rejoins; a single node refuses to boot).
 func (p *Partition) claimDir() error {
 	fsys := p.fs
 	path := filepath.Join(p.dir, IncarnationFile)
-	want := strconv.FormatUint(p.revision, 10)
 	if b, err := vfs.ReadFile(fsys, path); err == nil {
-		if strings.TrimSpace(string(b)) == want {
+		rev, legacy, ok := decodeIncarnation(b)
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %s does not hold a revision and its checksum", ErrDamaged, path)
+		case rev == p.revision && !legacy:
 			return nil
+		case rev == p.revision:
+			// Written before the file carried a checksum: add it.
+			return vfs.WriteFileAtomic(fsys, path, encodeIncarnation(p.revision), 0o644)
 		}
 		p.log.Info("removing the storage of an earlier partition with the same ids", zap.String("dir", p.dir))
 		if err := fsys.RemoveAll(p.dir); err != nil {
@@ -313,7 +325,46 @@ func (p *Partition) claimDir() error {
 	if err := vfs.MkdirAllSync(fsys, p.dir, 0o755); err != nil {
 		return fmt.Errorf("replica: creating %s: %w", p.dir, err)
 	}
-	return vfs.WriteFileAtomic(fsys, path, []byte(want+"\n"), 0o644)
+	return vfs.WriteFileAtomic(fsys, path, encodeIncarnation(p.revision), 0o644)
+}
+
+// encodeIncarnation is the incarnation file: the revision in decimal, a
+// space, the XXH3-64 of that decimal text in 16 hex digits, a newline.
+func encodeIncarnation(rev uint64) []byte {
+	d := strconv.FormatUint(rev, 10)
+	return fmt.Appendf(nil, "%s %016x\n", d, xxh3.HashString(d))
+}
+
+// ReadIncarnation returns the revision dir's incarnation file names; false
+// when the file is missing, unreadable or damaged.
+func ReadIncarnation(fsys vfs.FS, dir string) (uint64, bool) {
+	b, err := vfs.ReadFile(fsys, filepath.Join(dir, IncarnationFile))
+	if err != nil {
+		return 0, false
+	}
+	rev, _, ok := decodeIncarnation(b)
+	return rev, ok
+}
+
+// decodeIncarnation reads an incarnation file; legacy: a bare decimal
+// revision (files written before the checksum).
+func decodeIncarnation(b []byte) (rev uint64, legacy, ok bool) {
+	f := strings.Fields(string(b))
+	if len(f) == 0 || len(f) > 2 {
+		return 0, false, false
+	}
+	rev, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return 0, false, false
+	}
+	if len(f) == 1 {
+		return rev, true, true
+	}
+	sum, err := strconv.ParseUint(f[1], 16, 64)
+	if err != nil || len(f[1]) != 16 || sum != xxh3.HashString(f[0]) {
+		return 0, false, false
+	}
+	return rev, false, true
 }
 
 func (p *Partition) applyConfig(c metadata.TopicConfig) {
@@ -377,9 +428,6 @@ func (p *Partition) Current() uint64 {
 	return 0
 }
 
-// Empty reports whether the partition has no message to serve.
-func (p *Partition) Empty() bool { return p.visibleNext() == 0 }
-
 // publish updates the statistics other goroutines read.
 func (p *Partition) publish() {
 	s := p.stats
@@ -415,12 +463,9 @@ func (p *Partition) Close() {
 func (p *Partition) CloseFeed() { p.feed.Close() }
 
 func (p *Partition) flushPendingOnClose() {
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Error("segment flush at close failed", zap.Any("panic", r))
-		}
-	}()
-	p.flushSegments()
+	if err := p.flushSegments(); err != nil {
+		p.log.Error("segment flush at close failed", zap.Error(err))
+	}
 }
 
 // Purge proposes the partition's purge to generation gen (an op the group

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 
@@ -338,5 +339,62 @@ func TestPipelinePeriodicSync(t *testing.T) {
 	r.pipe.FinishSyncs(s, r.fs.Submit(&b))
 	if r.p.w.unsyncedMsgs != 0 || r.pipe.SyncsDue() || len(r.host.failed) != 0 {
 		t.Fatalf("after the sync: %d unsynced, due %v, failures %v", r.p.w.unsyncedMsgs, r.pipe.SyncsDue(), r.host.failed)
+	}
+}
+
+// The incarnation file tells an earlier partition's directory (wiped) from
+// damage (refused as ErrDamaged, nothing removed): a rotted revision must
+// not wipe a replica's storage and let it vote as if it held nothing.
+func TestIncarnationFile(t *testing.T) {
+	r := newRig(t, 11, true)
+	r.send(0, 3, 16)
+	r.p.Close()
+	path := r.cfg.Dir + "/" + IncarnationFile
+	good, err := vfs.ReadFile(r.fs, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev, legacy, ok := decodeIncarnation(good); !ok || legacy || rev != r.cfg.Revision {
+		t.Fatalf("incarnation %q decodes to %d legacy=%v ok=%v", good, rev, legacy, ok)
+	}
+	segments := func() int {
+		ents, err := r.fs.ReadDir(r.cfg.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	files := segments()
+
+	// One flipped digit of the revision: damage, not an earlier partition.
+	bad := append([]byte(nil), good...)
+	bad[0] ^= 0x01
+	if err := vfs.WriteFileAtomic(r.fs, path, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(r.fs, r.cfg, r.host); !Damaged(err) {
+		t.Fatalf("open with a damaged incarnation file: %v, want ErrDamaged", err)
+	}
+	if got := segments(); got != files {
+		t.Fatalf("the damaged directory went from %d to %d entries", files, got)
+	}
+
+	// A file written before the checksum is read and rewritten with it.
+	if err := vfs.WriteFileAtomic(r.fs, path, []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.open()
+	r.p.Close()
+	if b, _ := vfs.ReadFile(r.fs, path); !bytes.Equal(b, good) {
+		t.Fatalf("legacy incarnation rewritten as %q, want %q", b, good)
+	}
+
+	// Another revision's directory is wiped.
+	if err := vfs.WriteFileAtomic(r.fs, path, encodeIncarnation(6), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.open()
+	if n := r.p.NextOffset(); n != 0 {
+		t.Fatalf("an earlier partition's directory kept %d messages", n)
 	}
 }

@@ -3,6 +3,8 @@ package partition
 import (
 	"fmt"
 
+	"go.uber.org/zap"
+
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard/vfs"
 )
@@ -267,22 +269,36 @@ func (p *Partition) releaseWritten(n int) {
 
 // flushSegments writes this partition's pending records now, through the
 // same stage and finish steps as Flush but in a submission of its own
-// (checkpoints, purges, retention, close). A failure panics: it runs
-// inside Apply or a checkpoint, which cannot go on without the records.
-func (p *Partition) flushSegments() {
+// (checkpoints, purges, retention, close). On a failure the pending
+// records are dropped and the error returned: the caller fails the group
+// (or, in a checkpoint, returns it, which fails the group), and a restart
+// replays the ops from the journal.
+func (p *Partition) flushSegments() error {
 	for len(p.w.pending) > 0 {
 		var b vfs.Batch
 		st, err := p.stageAppend(&b)
-		if err != nil {
-			panic(fmt.Sprintf("replica: partition %s: staging segment append: %v", p.ns, err))
+		if err == nil {
+			err = p.finishAppend(st, p.fs.Submit(&b))
 		}
-		err = p.fs.Submit(&b)
-		if ferr := p.finishAppend(st, err); ferr != nil {
-			panic(fmt.Sprintf("replica: partition %s: segment append failed: %v", p.ns, ferr))
+		if err != nil {
+			p.w.pending = nil
+			return fmt.Errorf("replica: partition %s: segment append: %w", p.ns, err)
 		}
 	}
 	p.w.pending = nil
 	p.publish()
+	return nil
+}
+
+// failOn fails the group on a storage error of Apply or retention, which
+// cannot return one: the group stops and a restart recovers it from disk.
+func (p *Partition) failOn(err error) bool {
+	if err == nil {
+		return false
+	}
+	p.log.Error("partition storage failed; its consensus group stops", zap.Error(err))
+	p.host.Fail(err)
+	return true
 }
 
 // WritebackBytes is the pipeline's writeback hint cadence (0: none).
@@ -293,4 +309,21 @@ func (q *Pipeline) WritebackBytes() uint64 { return q.writebackBytes }
 func (q *Pipeline) StageCommit(b *vfs.Batch) func(err error) {
 	s := q.StageSyncs(b)
 	return func(err error) { q.FinishSyncs(s, err) }
+}
+
+// SyncIdle runs the segment syncs and writeback hints that are due on their
+// own, for a pass with no group commit to ride (replicated topics journal
+// without fdatasync): one submission through submit, then their completion.
+func (q *Pipeline) SyncIdle(b *vfs.Batch, submit func(*vfs.Batch) error) {
+	if !q.SyncsDue() {
+		return
+	}
+	b.Reset()
+	plans := q.StageSyncs(b)
+	var err error
+	if !b.Empty() {
+		err = submit(b)
+	}
+	b.Reset()
+	q.FinishSyncs(plans, err)
 }

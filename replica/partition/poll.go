@@ -284,9 +284,16 @@ func growBuffer(buf []byte, keep, n int) []byte {
 	return nb
 }
 
+// Damaged segment data (a misdirected or lost write, bit rot) stops the
+// partition's group: it must not serve, or replicate from, storage it
+// cannot read back, and a restart sets the storage aside and refills it
+// from the peers (a single node refuses to boot, naming the file).
 func (p *Partition) readFailed(r *PollResult, err error) wire.Code {
 	p.log.Error("poll read failed", zap.Error(err))
 	r.Parts, r.Count = r.Parts[:0], 0
+	if errors.Is(err, segment.ErrCorrupt) {
+		p.failOn(fmt.Errorf("%w: %w", ErrDamaged, err))
+	}
 	return wire.CodeError
 }
 

@@ -58,7 +58,10 @@ func (p *Partition) KeepFrom(n int) uint64 {
 // DeleteOldest deletes the oldest n sealed segments at once (a single
 // node's DELETE_SEGMENTS).
 func (p *Partition) DeleteOldest(n int) error {
-	p.flushSegments()
+	if err := p.flushSegments(); err != nil {
+		p.failOn(err)
+		return err
+	}
 	_, err := p.seg.DeleteOldestSegments(n)
 	if err != nil {
 		p.log.Error("delete segments failed", zap.Error(err))
@@ -72,7 +75,10 @@ func (p *Partition) DeleteOldest(n int) error {
 // at the first segment that ends above keep or is not sealed, so it is
 // idempotent and never touches the active segment.
 func (p *Partition) deleteSealedThrough(keep uint64) (int, error) {
-	p.flushSegments()
+	if err := p.flushSegments(); err != nil {
+		p.failOn(err)
+		return 0, err
+	}
 	n := p.seg.SealedPrefixThrough(keep)
 	if n == 0 {
 		return 0, nil
@@ -101,7 +107,9 @@ func (p *Partition) Clean(t *metadata.Topic, now uint64) {
 		p.proposeRetention(t, now)
 		return
 	}
-	p.flushSegments()
+	if p.failOn(p.flushSegments()) {
+		return
+	}
 	keep, expired, oversize := p.RetentionKeep(t, now)
 	if keep == 0 {
 		return
@@ -122,7 +130,9 @@ func (p *Partition) proposeRetention(t *metadata.Topic, now uint64) {
 	if !p.host.Leading() {
 		return
 	}
-	p.flushSegments()
+	if p.failOn(p.flushSegments()) {
+		return
+	}
 	keep, expired, oversize := p.RetentionKeep(t, now)
 	if keep == 0 || keep <= p.retaining {
 		// Nothing to delete, or that deletion is already proposed.

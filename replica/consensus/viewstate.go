@@ -1,4 +1,4 @@
-package replica
+package consensus
 
 import (
 	"bytes"
@@ -13,25 +13,8 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// The view-state file keeps a group's vsr state record (vsr.EncodeState, at
-// most 32,648 bytes) in two slots written alternately, so a write torn by a
-// crash damages only the slot being written while the other still holds the
-// previous record. The superblock cannot carry it: its record is fixed at 128
-// bytes and the vsr record carries up to 127 prepare headers.
-//
-// Slot i lives at offset i*viewStateSlot (little-endian):
-//
-//	off  size  field
-//	  0     8  magic "IGGOVIEW"
-//	  8     8  sequence (>= 1, +1 per write; slot = sequence mod 2)
-//	 16     4  payload length N (<= viewStateSlot - 48)
-//	 20    12  reserved, zero
-//	 32     N  payload: the vsr state record
-//	32+N   16  XXH3-128 of bytes [0, 32+N), low 64 bits first
-//
-// The newest valid slot wins. A file with no valid slot is treated as absent
-// only if the group's journal is empty too (a crash before the very first
-// write completed); the caller checks that.
+// The view-state file keeps a group's vsr state record in two slots
+// written alternately; its format is in the package doc ("View state").
 const (
 	viewStateFile   = "viewstate"
 	viewStateSlot   = 40 << 10

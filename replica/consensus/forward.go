@@ -1,0 +1,108 @@
+package consensus
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/iggo/iggo/vsr"
+)
+
+// Forwarding (cluster mode): a request reaching a backup in normal status
+// goes to the group's primary in a vsr Forward frame; the primary's
+// ForwardReply answers the waiter. A forwarded request the primary does not
+// answer within the forward timeout is answered TransientNotAccepted,
+// which clients retry.
+
+// forwardTarget returns the primary a request should be forwarded to: set
+// when this replica is a backup in normal status (a replica in a view
+// change refuses locally, and the client retries).
+func (g *Group) forwardTarget() (uint8, bool) {
+	info := g.r.Info()
+	if info.IsPrimary || info.Status != "normal" || info.Primary == g.cfg.Replica {
+		return 0, false
+	}
+	return info.Primary, true
+}
+
+// forward relays req (its Token already registered in waiting) to the
+// primary.
+func (g *Group) forward(to uint8, req vsr.Request) {
+	if g.fwd == nil {
+		g.fwd = map[uint64]uint64{}
+	}
+	g.fwd[req.Token] = g.ticks + g.fwdTimeout
+	if err := g.host.SendPeer(to, vsr.EncodeForward(g.sender, req)); err != nil {
+		g.forwardFailed(req.Token)
+	}
+}
+
+func (g *Group) forwardFailed(token uint64) {
+	delete(g.fwd, token)
+	w, ok := g.waiting[token]
+	if !ok {
+		return
+	}
+	delete(g.waiting, token)
+	w.SetReply(vsr.Reply{Status: vsr.StatusTransientNotAccepted})
+	g.host.Deliver(w)
+}
+
+// expireForwards answers forwarded requests the primary did not answer in
+// time, oldest token first.
+func (g *Group) expireForwards() {
+	for _, tok := range slices.Sorted(maps.Keys(g.fwd)) {
+		if g.ticks >= g.fwd[tok] {
+			g.forwardFailed(tok)
+		}
+	}
+}
+
+// ForwardReplied completes a forwarded request with the primary's reply
+// (a ForwardReply frame).
+func (g *Group) ForwardReplied(m vsr.Message) {
+	tok, rp, code := vsr.ForwardedReply(m)
+	if _, ok := g.fwd[tok]; !ok {
+		return
+	}
+	delete(g.fwd, tok)
+	w, ok := g.waiting[tok]
+	if !ok {
+		return
+	}
+	delete(g.waiting, tok)
+	w.SetCode(code)
+	w.SetReply(rp)
+	if code == 0 && rp.Status == vsr.StatusOK && rp.Op > g.sm.AppliedOp() {
+		// Answer once this node applied the op too: the client's next
+		// request here must see what it just created or sent. Bounded by
+		// the forward deadline.
+		g.held = append(g.held, heldReply{op: rp.Op, deadline: g.ticks + g.fwdTimeout, w: w})
+		return
+	}
+	g.host.Deliver(w)
+}
+
+// heldReply is a forwarded reply waiting for its op to apply here.
+type heldReply struct {
+	op, deadline uint64
+	w            Waiter
+}
+
+// releaseHeld answers held replies whose op applied here (or whose
+// deadline passed).
+func (g *Group) releaseHeld() {
+	if len(g.held) == 0 {
+		return
+	}
+	applied := g.sm.AppliedOp()
+	keep := g.held[:0]
+	for _, h := range g.held {
+		if h.op <= applied || g.ticks >= h.deadline || g.closed || g.failed != nil {
+			g.host.Deliver(h.w)
+			continue
+		}
+		keep = append(keep, h)
+	}
+	clear(g.held[len(keep):])
+	g.held = keep
+}
