@@ -138,8 +138,7 @@ func (sh *shardLoop) onFrame(f *frameReq) {
 	switch m.Header.Command() {
 	case vsr.CmdForward:
 		if !usable {
-			req := vsr.ForwardedRequest(m)
-			sh.n.sendPlane(f.from, vsr.EncodeForwardReply(sh.n.sender(m.Header.Group()), req.Token,
+			sh.n.sendPlane(f.from, vsr.EncodeForwardReply(sh.n.sender(m.Header.Group()), vsr.ForwardOriginOf(m),
 				vsr.Reply{Status: vsr.StatusTransientNotAccepted}, 0))
 			return
 		}
@@ -166,7 +165,7 @@ func (n *Node) sendPlane(to uint8, m vsr.Message) {
 // longer primary refuses it, and the origin's client retries.
 func (sh *shardLoop) serveForward(g *consensus.Group, from uint8, m vsr.Message) {
 	req := vsr.ForwardedRequest(m)
-	origin := req.Token
+	origin := vsr.ForwardOriginOf(m)
 	n := sh.n
 	t := &task{then: func(t *task) {
 		rp := vsr.Reply{Op: t.op, Status: t.vstatus, Eviction: t.evict, Body: t.reply}

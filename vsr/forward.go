@@ -28,7 +28,15 @@ package vsr
 //	109 u8   primary     the answering replica's primary hint
 //	110 [2]  reserved, zero
 //	112 u32  code        node-level refusal (an Iggy code; 0 when the replica answered)
-//	116 [140] reserved, zero
+//	116 u64  origin      the incarnation of the Forward's header, echoed
+//	124 [132] reserved, zero
+//
+// A token names a request only within one boot of the forwarding node (it
+// restarts from 1), so the forwarding node takes a reply as its own only
+// when origin is its own incarnation: a reply the primary sent to a
+// forward of the node's previous boot would otherwise answer a request of
+// the new boot that drew the same token (real-stack simulator, seed 594:
+// a send was acknowledged with another producer's offset).
 const (
 	offFwdToken     = 80
 	offFwdClient    = 88
@@ -44,7 +52,8 @@ const (
 	offFwdReplyEviction  = 108
 	offFwdReplyPrimary   = 109
 	offFwdReplyCode      = 112
-	offFwdReplyEnd       = 116
+	offFwdReplyOrigin    = 116
+	offFwdReplyEnd       = 124
 )
 
 // Sender identifies the node sending a forwarded frame.
@@ -101,11 +110,26 @@ func ForwardedRequest(m Message) Request {
 		Operation: h[offFwdOperation], Body: m.Body}
 }
 
-// EncodeForwardReply builds the ForwardReply answering token with rp (its
-// Token is ignored) or, when code is non-zero, a node-level refusal.
-func EncodeForwardReply(s Sender, token uint64, rp Reply, code uint32) Message {
+// ForwardOrigin identifies a Forward frame to the node that sent it: its
+// token and the incarnation (boot) of the node that drew the token.
+type ForwardOrigin struct {
+	Token       uint64
+	Incarnation uint64
+}
+
+// ForwardOriginOf returns the origin of a Forward frame, which its
+// ForwardReply echoes.
+func ForwardOriginOf(m Message) ForwardOrigin {
+	return ForwardOrigin{Token: m.Header.u64(offFwdToken), Incarnation: m.Header.Incarnation()}
+}
+
+// EncodeForwardReply builds the ForwardReply answering the Forward from
+// origin with rp (its Token is ignored) or, when code is non-zero, a
+// node-level refusal.
+func EncodeForwardReply(s Sender, origin ForwardOrigin, rp Reply, code uint32) Message {
 	h := s.header(CmdForwardReply)
-	h.put64(offFwdToken, token)
+	h.put64(offFwdToken, origin.Token)
+	h.put64(offFwdReplyOrigin, origin.Incarnation)
 	h.put64(offFwdReplyOp, rp.Op)
 	h.put64(offFwdReplyTimestamp, rp.Timestamp)
 	h.put32(offFwdReplyStatus, uint32(rp.Status))
@@ -115,14 +139,14 @@ func EncodeForwardReply(s Sender, token uint64, rp Reply, code uint32) Message {
 	return sealed(h, rp.Body)
 }
 
-// ForwardedReply returns the token, reply and node-level code of a
+// ForwardedReply returns the origin, reply and node-level code of a
 // ForwardReply frame.
-func ForwardedReply(m Message) (token uint64, rp Reply, code uint32) {
+func ForwardedReply(m Message) (origin ForwardOrigin, rp Reply, code uint32) {
 	h := m.Header
 	rp = Reply{Op: h.u64(offFwdReplyOp), Timestamp: h.u64(offFwdReplyTimestamp),
 		Status: Status(h.u32(offFwdReplyStatus)), Eviction: EvictionReason(h[offFwdReplyEviction]),
 		Primary: h[offFwdReplyPrimary], Body: m.Body}
-	return h.u64(offFwdToken), rp, h.u32(offFwdReplyCode)
+	return ForwardOrigin{Token: h.u64(offFwdToken), Incarnation: h.u64(offFwdReplyOrigin)}, rp, h.u32(offFwdReplyCode)
 }
 
 // CommitNow broadcasts the primary's commit point at once instead of at the

@@ -2,6 +2,7 @@ package vsr
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 )
@@ -27,14 +28,21 @@ func TestForwardRoundTrip(t *testing.T) {
 		t.Fatalf("request: %+v", got)
 	}
 	rp := Reply{Op: 40, Timestamp: 41, Status: StatusEvicted, Eviction: EvictSessionTooLow, Primary: 1, Body: []byte{1, 2}}
-	m, err = Decode(forwardFrame(EncodeForwardReply(s, 7, rp, 3021)), 1<<20)
+	origin := ForwardOriginOf(m)
+	if origin != (ForwardOrigin{Token: 7, Incarnation: 99}) {
+		t.Fatalf("forward origin %+v", origin)
+	}
+	m, err = Decode(forwardFrame(EncodeForwardReply(Sender{Cluster: s.Cluster, Group: s.Group, ReplicaCount: 3, Incarnation: 5}, origin, rp, 3021)), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, back, code := ForwardedReply(m)
-	if tok != 7 || code != 3021 || back.Op != 40 || back.Timestamp != 41 || back.Status != StatusEvicted ||
+	back0, back, code := ForwardedReply(m)
+	if m.Header.Incarnation() != 5 || binary.LittleEndian.Uint64(m.Header[116:]) != 99 {
+		t.Fatalf("forward_reply: incarnation %d at 72, origin %d at 116", m.Header.Incarnation(), binary.LittleEndian.Uint64(m.Header[116:]))
+	}
+	if back0 != origin || code != 3021 || back.Op != 40 || back.Timestamp != 41 || back.Status != StatusEvicted ||
 		back.Eviction != EvictSessionTooLow || back.Primary != 1 || !bytes.Equal(back.Body, rp.Body) {
-		t.Fatalf("reply: token %d code %d %+v", tok, code, back)
+		t.Fatalf("reply: origin %+v code %d %+v", back0, code, back)
 	}
 }
 
@@ -46,7 +54,7 @@ func TestForwardRejectsReservedBytes(t *testing.T) {
 		at   int
 	}{
 		{"forward", EncodeForward(s, Request{Operation: 1}), 200},
-		{"forward_reply", EncodeForwardReply(s, 1, Reply{}, 0), 200},
+		{"forward_reply", EncodeForwardReply(s, ForwardOrigin{Token: 1, Incarnation: 1}, Reply{}, 0), 124},
 	} {
 		h := *tc.m.Header
 		h[tc.at] = 1

@@ -67,7 +67,7 @@ func (h *netHost) Deliver(w Waiter) {
 type servedForward struct {
 	testWaiter
 	from   uint8
-	origin uint64
+	origin vsr.ForwardOrigin
 }
 
 func (n *testNet) post(from, to uint8, m vsr.Message) {
@@ -134,7 +134,7 @@ func (n *testNet) deliver(nm netMsg) {
 	switch nm.m.Header.Command() {
 	case vsr.CmdForward:
 		req := vsr.ForwardedRequest(nm.m)
-		g.SubmitHere(&servedForward{from: nm.from, origin: req.Token}, req)
+		g.SubmitHere(&servedForward{from: nm.from, origin: vsr.ForwardOriginOf(nm.m)}, req)
 	case vsr.CmdForwardReply:
 		g.ForwardReplied(nm.m)
 	default:

@@ -262,3 +262,53 @@ func TestWriteCheckpointKeepsTheFrontier(t *testing.T) {
 		t.Fatalf("superblock after reopen: %+v", st)
 	}
 }
+
+// TestWriteCheckpointBehindTheSuperblock: the superblock is written before
+// the view state names a checkpoint, so a replica restarted from an older
+// checkpoint may next checkpoint below the op the superblock names (real-
+// stack simulator, seed 1226: every restart panicked). The write keeps the
+// newer checkpoint and raises the commit and frontier; a later checkpoint
+// replaces it.
+func TestWriteCheckpointBehindTheSuperblock(t *testing.T) {
+	fsys := vfs.NewFault(10)
+	g, _ := openTestGroup(t, fsys, newTestHost(fsys), 1)
+	if err := g.WriteCheckpoint(33, superblock.Uint128{Hi: 3, Lo: 3}, 500); err != nil {
+		t.Fatal(err)
+	}
+	g.CloseFiles()
+	g2, _ := openTestGroup(t, fsys, newTestHost(fsys), 2)
+	defer g2.CloseFiles()
+	if err := g2.WriteCheckpoint(32, superblock.Uint128{Hi: 2, Lo: 2}, 600); err != nil {
+		t.Fatal(err)
+	}
+	if st := g2.Superblock(); st.CheckpointOp != 33 || st.CheckpointChecksum != (superblock.Uint128{Hi: 3, Lo: 3}) ||
+		st.Commit < 33 || st.OffsetFrontier != 600 {
+		t.Fatalf("superblock after an older checkpoint: %+v", st)
+	}
+	if err := g2.WriteCheckpoint(64, superblock.Uint128{Hi: 6, Lo: 4}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := g2.Superblock(); st.CheckpointOp != 64 || st.CheckpointChecksum != (superblock.Uint128{Hi: 6, Lo: 4}) || st.OffsetFrontier != 600 {
+		t.Fatalf("superblock after a newer checkpoint: %+v", st)
+	}
+	if g2.Failed() != nil {
+		t.Fatalf("group failed: %v", g2.Failed())
+	}
+}
+
+// TestFailedSuperblockWriteStopsTheGroup: after a failed write the
+// superblock refuses every later one, so the group stops (a restart
+// recovers it) instead of failing every checkpoint from then on (real-stack
+// simulator, seed 1226).
+func TestFailedSuperblockWriteStopsTheGroup(t *testing.T) {
+	fsys := vfs.NewFault(12)
+	g, _ := openTestGroup(t, fsys, newTestHost(fsys), 1)
+	defer g.CloseFiles()
+	fsys.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: "/g/superblock", Count: 1, Action: vfs.Fail})
+	if err := g.WriteCheckpoint(8, superblock.Uint128{Lo: 1}, 0); err == nil {
+		t.Fatal("a failed superblock write succeeded")
+	}
+	if g.Failed() == nil || g.Usable() {
+		t.Fatal("the group runs on after a failed superblock write")
+	}
+}

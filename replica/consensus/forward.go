@@ -58,9 +58,14 @@ func (g *Group) expireForwards() {
 }
 
 // ForwardReplied completes a forwarded request with the primary's reply
-// (a ForwardReply frame).
+// (a ForwardReply frame). A reply to a forward of an earlier boot of this
+// node (its tokens restart from 1) is not this boot's and is dropped.
 func (g *Group) ForwardReplied(m vsr.Message) {
-	tok, rp, code := vsr.ForwardedReply(m)
+	origin, rp, code := vsr.ForwardedReply(m)
+	tok := origin.Token
+	if origin.Incarnation != g.sender.Incarnation {
+		return
+	}
 	if _, ok := g.fwd[tok]; !ok {
 		return
 	}

@@ -386,13 +386,34 @@ func fenceViewState(vs *viewState, st *vsr.State) (*vsr.State, []byte, error) {
 // (and the commit point, at least op), the checksum of its checkpoint file
 // and the offset frontier (raised to frontier; 0 leaves it). The state
 // machine calls it from Checkpoint and Install.
+//
+// The superblock is written before the view state names the checkpoint,
+// so after a crash in between it may name a newer checkpoint than the one
+// the replica restarts from, and the replica's next checkpoint may be
+// older than that one (CheckpointAfter requests are not durable, so the
+// checkpoint ops differ after a restart). The superblock then keeps the
+// newer checkpoint (its files stay until the view state names a newer
+// one) and only the commit point and frontier are raised; recording the
+// older op would move the superblock's checkpoint back, which it refuses
+// (real-stack simulator, seed 1226: a torn superblock write left
+// checkpoint 33 on disk, and every restart panicked at checkpoint 32).
+//
+// A failed write stops the group: the superblock refuses every later
+// write, so no checkpoint could complete again until a restart recovers
+// the group from disk.
 func (g *Group) WriteCheckpoint(op uint64, checksum superblock.Uint128, frontier uint64) error {
 	st := g.sb.State()
-	st.CheckpointOp = op
+	if op >= st.CheckpointOp {
+		st.CheckpointOp = op
+		st.CheckpointChecksum = checksum
+	}
 	st.Commit = max(st.Commit, op)
-	st.CheckpointChecksum = checksum
 	st.OffsetFrontier = max(st.OffsetFrontier, frontier)
-	return g.sb.Write(st)
+	if err := g.sb.Write(st); err != nil {
+		g.Fail(err)
+		return err
+	}
+	return nil
 }
 
 // CloseFiles closes the journal, view state and superblock (without

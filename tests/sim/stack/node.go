@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/codec"
 	"github.com/iggo/iggo/replica/consensus"
@@ -130,10 +132,11 @@ func partitionDir(idx int) string { return partition.Dir("/data", streamID, topi
 func (n *node) open(idx int, rejoin bool) (*replicated, error) {
 	w := n.w
 	rp := &replicated{n: n, idx: idx}
+	log := w.log.With(zap.Int("node", n.id)) // traces tell the nodes apart
 	cfg := partition.Config{Dir: partitionDir(idx), Stream: streamID, Topic: topicID, ID: uint32(idx + 1), Revision: 1,
 		TopicConfig: topicConfig(w.durability[idx]), Cluster: true, ValidateChecksum: true, MaxRecordSize: maxFrame,
 		ConsumerOffsetsMax: 16, PollBufferMax: 4 << 20, Codec: codec.NewStack(nil, maxFrame), Pipeline: n.pipe,
-		Log: w.log}
+		Log: log}
 	p, err := partition.Open(n.disk, cfg, rp)
 	if err != nil {
 		return nil, err
@@ -144,7 +147,7 @@ func (n *node) open(idx int, rejoin bool) (*replicated, error) {
 	entry := int64(maxFrame) + 4096
 	g, err := consensus.Open(consensus.Spec{
 		ID: vcfg.Group, Name: partitionNS(idx).String(), Dir: cfg.Dir, FS: n.disk, Config: vcfg, SM: p, Host: n,
-		Log: w.log, PartOpts: journal.PartitionOptions{Budget: ops * (entry + journal.RecordHeaderSize), MaxEntry: int(entry)},
+		Log: log, PartOpts: journal.PartitionOptions{Budget: ops * (entry + journal.RecordHeaderSize), MaxEntry: int(entry)},
 		Cluster: superblockID(w.cluster), ClusterName: "sim", Incarnation: w.incarnation(n.id), Restore: p.Restore,
 		Rejoin: rejoin, Sender: n.sender(idx),
 		ForwardTimeoutTicks: forwardTimeoutTicks,
@@ -255,11 +258,11 @@ func (o *internalOp) SetCode(c uint32)     { o.out.Status = c }
 // forwarded waits for a request another node forwarded to this one; its
 // answer goes back in a ForwardReply frame.
 type forwarded struct {
-	from  int
-	idx   int
-	token uint64
-	rp    vsr.Reply
-	code  uint32
+	from   int
+	idx    int
+	origin vsr.ForwardOrigin
+	rp     vsr.Reply
+	code   uint32
 }
 
 func (f *forwarded) SetReply(r vsr.Reply) { f.rp = r }
@@ -286,7 +289,7 @@ func (n *node) receive(from int, frame []byte) {
 	case vsr.CmdForward:
 		req := vsr.ForwardedRequest(m)
 		req.WallClock = max(req.WallClock, n.w.clock())
-		g.SubmitHere(&forwarded{from: from, idx: idx, token: req.Token}, req)
+		g.SubmitHere(&forwarded{from: from, idx: idx, origin: vsr.ForwardOriginOf(m)}, req)
 	case vsr.CmdForwardReply:
 		g.ForwardReplied(m)
 	default:
@@ -313,7 +316,7 @@ func (n *node) route(wt consensus.Waiter) {
 		x.done(x.out)
 	case *forwarded:
 		rp := n.parts[x.idx]
-		n.w.send(n.id, x.from, vsr.EncodeForwardReply(n.sender(x.idx), x.token, x.rp, x.code))
+		n.w.send(n.id, x.from, vsr.EncodeForwardReply(n.sender(x.idx), x.origin, x.rp, x.code))
 		if x.code == 0 && x.rp.Status == vsr.StatusOK && rp.g.Usable() {
 			// As the server does: let the forwarding backup apply the op
 			// now rather than at the next commit heartbeat.
