@@ -134,8 +134,7 @@ func (sh *shardLoop) onFrame(t *task) {
 	switch m.Header.Command() {
 	case vsr.CmdForward:
 		if !usable {
-			req := vsr.ForwardedRequest(m)
-			sh.n.sendPlane(t.from, vsr.EncodeForwardReply(sh.n.sender(m.Header.Group()), req.Token,
+			sh.n.sendPlane(t.from, vsr.EncodeForwardReply(sh.n.sender(m.Header.Group()), vsr.OriginOf(m),
 				vsr.Reply{Status: vsr.StatusTransientNotAccepted}, 0))
 			return
 		}
@@ -162,7 +161,7 @@ func (n *Node) sendPlane(to uint8, m vsr.Message) {
 // longer primary refuses it, and the origin's client retries.
 func (sh *shardLoop) serveForward(g *consensus.Group, from uint8, m vsr.Message) {
 	req := vsr.ForwardedRequest(m)
-	origin := req.Token
+	origin := vsr.OriginOf(m)
 	n := sh.n
 	t := &task{kind: tkForwarded, onDone: func(t *task) {
 		rp := vsr.Reply{Op: t.op, Status: t.vstatus, Eviction: t.evict, Body: t.reply}

@@ -28,7 +28,14 @@ package vsr
 //	109 u8   primary     the answering replica's primary hint
 //	110 [2]  reserved, zero
 //	112 u32  code        node-level refusal (an Iggy code; 0 when the replica answered)
-//	116 [140] reserved, zero
+//	116 u64  origin      the incarnation in the Forward's header (the forwarding node's)
+//	124 [132] reserved, zero
+//
+// A token names a request only within one incarnation of the forwarding
+// node: a restarted node counts its tokens from the start again, and the
+// primary may answer a request the node's previous incarnation forwarded
+// after the restart. The forwarding node takes a reply only when its
+// origin is its own incarnation (ForwardOrigin).
 const (
 	offFwdToken     = 80
 	offFwdClient    = 88
@@ -44,8 +51,21 @@ const (
 	offFwdReplyEviction  = 108
 	offFwdReplyPrimary   = 109
 	offFwdReplyCode      = 112
-	offFwdReplyEnd       = 116
+	offFwdReplyOrigin    = 116
+	offFwdReplyEnd       = 124
 )
+
+// ForwardOrigin names a forwarded request on the node that forwarded it:
+// that node's incarnation (the Forward frame's header) and its token.
+type ForwardOrigin struct {
+	Incarnation uint64
+	Token       uint64
+}
+
+// OriginOf returns the origin of a Forward frame, for its ForwardReply.
+func OriginOf(m Message) ForwardOrigin {
+	return ForwardOrigin{Incarnation: m.Header.Incarnation(), Token: m.Header.u64(offFwdToken)}
+}
 
 // Sender identifies the node sending a forwarded frame.
 type Sender struct {
@@ -101,28 +121,30 @@ func ForwardedRequest(m Message) Request {
 		Operation: h[offFwdOperation], Body: m.Body}
 }
 
-// EncodeForwardReply builds the ForwardReply answering token with rp (its
-// Token is ignored) or, when code is non-zero, a node-level refusal.
-func EncodeForwardReply(s Sender, token uint64, rp Reply, code uint32) Message {
+// EncodeForwardReply builds the ForwardReply answering the request o names
+// with rp (its Token is ignored) or, when code is non-zero, a node-level
+// refusal.
+func EncodeForwardReply(s Sender, o ForwardOrigin, rp Reply, code uint32) Message {
 	h := s.header(CmdForwardReply)
-	h.put64(offFwdToken, token)
+	h.put64(offFwdToken, o.Token)
 	h.put64(offFwdReplyOp, rp.Op)
 	h.put64(offFwdReplyTimestamp, rp.Timestamp)
 	h.put32(offFwdReplyStatus, uint32(rp.Status))
 	h[offFwdReplyEviction] = uint8(rp.Eviction)
 	h[offFwdReplyPrimary] = rp.Primary
 	h.put32(offFwdReplyCode, code)
+	h.put64(offFwdReplyOrigin, o.Incarnation)
 	return sealed(h, rp.Body)
 }
 
-// ForwardedReply returns the token, reply and node-level code of a
+// ForwardedReply returns the origin, reply and node-level code of a
 // ForwardReply frame.
-func ForwardedReply(m Message) (token uint64, rp Reply, code uint32) {
+func ForwardedReply(m Message) (o ForwardOrigin, rp Reply, code uint32) {
 	h := m.Header
 	rp = Reply{Op: h.u64(offFwdReplyOp), Timestamp: h.u64(offFwdReplyTimestamp),
 		Status: Status(h.u32(offFwdReplyStatus)), Eviction: EvictionReason(h[offFwdReplyEviction]),
 		Primary: h[offFwdReplyPrimary], Body: m.Body}
-	return h.u64(offFwdToken), rp, h.u32(offFwdReplyCode)
+	return ForwardOrigin{Incarnation: h.u64(offFwdReplyOrigin), Token: h.u64(offFwdToken)}, rp, h.u32(offFwdReplyCode)
 }
 
 // CommitNow broadcasts the primary's commit point at once instead of at the

@@ -27,14 +27,23 @@ func TestForwardRoundTrip(t *testing.T) {
 		t.Fatalf("request: %+v", got)
 	}
 	rp := Reply{Op: 40, Timestamp: 41, Status: StatusEvicted, Eviction: EvictSessionTooLow, Primary: 1, Body: []byte{1, 2}}
-	m, err = Decode(forwardFrame(EncodeForwardReply(s, 7, rp, 3021)), 1<<20)
+	o := OriginOf(m)
+	if o != (ForwardOrigin{Incarnation: 99, Token: 7}) {
+		t.Fatalf("origin of the forward: %+v", o)
+	}
+	primary := s
+	primary.Replica, primary.Incarnation = 0, 5
+	m, err = Decode(forwardFrame(EncodeForwardReply(primary, o, rp, 3021)), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, back, code := ForwardedReply(m)
-	if tok != 7 || code != 3021 || back.Op != 40 || back.Timestamp != 41 || back.Status != StatusEvicted ||
+	if m.Header.Incarnation() != 5 {
+		t.Fatalf("forward reply header incarnation %d, want the primary's", m.Header.Incarnation())
+	}
+	back0, back, code := ForwardedReply(m)
+	if back0 != o || code != 3021 || back.Op != 40 || back.Timestamp != 41 || back.Status != StatusEvicted ||
 		back.Eviction != EvictSessionTooLow || back.Primary != 1 || !bytes.Equal(back.Body, rp.Body) {
-		t.Fatalf("reply: token %d code %d %+v", tok, code, back)
+		t.Fatalf("reply: origin %+v code %d %+v", back0, code, back)
 	}
 }
 
@@ -46,7 +55,7 @@ func TestForwardRejectsReservedBytes(t *testing.T) {
 		at   int
 	}{
 		{"forward", EncodeForward(s, Request{Operation: 1}), 200},
-		{"forward_reply", EncodeForwardReply(s, 1, Reply{}, 0), 200},
+		{"forward_reply", EncodeForwardReply(s, ForwardOrigin{Incarnation: 1, Token: 1}, Reply{}, 0), 200},
 	} {
 		h := *tc.m.Header
 		h[tc.at] = 1

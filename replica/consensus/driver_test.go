@@ -25,12 +25,17 @@ type logSM struct {
 	g        *Group
 	applied  uint64
 	bodies   [][]byte
+	opOf     map[string]uint64 // the op each body was applied at since the group opened
 	restored uint64
 }
 
 func (s *logSM) Apply(h *vsr.Header, body []byte) []byte {
 	s.applied = h.Op()
 	s.bodies = append(s.bodies, bytes.Clone(body))
+	if s.opOf == nil {
+		s.opOf = map[string]uint64{}
+	}
+	s.opOf[string(body)] = h.Op()
 	return fmt.Appendf(nil, "applied %d", h.Op())
 }
 

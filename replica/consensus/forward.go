@@ -58,9 +58,15 @@ func (g *Group) expireForwards() {
 }
 
 // ForwardReplied completes a forwarded request with the primary's reply
-// (a ForwardReply frame).
+// (a ForwardReply frame). A reply to a request this node's previous
+// incarnation forwarded is dropped: its token may name a request of this
+// incarnation.
 func (g *Group) ForwardReplied(m vsr.Message) {
-	tok, rp, code := vsr.ForwardedReply(m)
+	o, rp, code := vsr.ForwardedReply(m)
+	tok := o.Token
+	if o.Incarnation != g.sender.Incarnation {
+		return
+	}
 	if _, ok := g.fwd[tok]; !ok {
 		return
 	}

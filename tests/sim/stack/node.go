@@ -255,11 +255,11 @@ func (o *internalOp) SetCode(c uint32)     { o.out.Status = c }
 // forwarded waits for a request another node forwarded to this one; its
 // answer goes back in a ForwardReply frame.
 type forwarded struct {
-	from  int
-	idx   int
-	token uint64
-	rp    vsr.Reply
-	code  uint32
+	from   int
+	idx    int
+	origin vsr.ForwardOrigin
+	rp     vsr.Reply
+	code   uint32
 }
 
 func (f *forwarded) SetReply(r vsr.Reply) { f.rp = r }
@@ -286,7 +286,7 @@ func (n *node) receive(from int, frame []byte) {
 	case vsr.CmdForward:
 		req := vsr.ForwardedRequest(m)
 		req.WallClock = max(req.WallClock, n.w.clock())
-		g.SubmitHere(&forwarded{from: from, idx: idx, token: req.Token}, req)
+		g.SubmitHere(&forwarded{from: from, idx: idx, origin: vsr.OriginOf(m)}, req)
 	case vsr.CmdForwardReply:
 		g.ForwardReplied(m)
 	default:
@@ -313,7 +313,7 @@ func (n *node) route(wt consensus.Waiter) {
 		x.done(x.out)
 	case *forwarded:
 		rp := n.parts[x.idx]
-		n.w.send(n.id, x.from, vsr.EncodeForwardReply(n.sender(x.idx), x.token, x.rp, x.code))
+		n.w.send(n.id, x.from, vsr.EncodeForwardReply(n.sender(x.idx), x.origin, x.rp, x.code))
 		if x.code == 0 && x.rp.Status == vsr.StatusOK && rp.g.Usable() {
 			// As the server does: let the forwarding backup apply the op
 			// now rather than at the next commit heartbeat.

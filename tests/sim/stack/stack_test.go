@@ -127,3 +127,19 @@ func faultList(f map[string]int) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// TestStackRegressionSeeds replays seeds that once failed, each with what
+// it caught.
+func TestStackRegressionSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		seed   uint64
+		caught string
+	}{
+		{84, "a backup's restarted group reused a forward token: the primary's late reply to a request forwarded before the restart acknowledged another client's send at that request's offset"},
+		{584, "the same forward-token reuse across a restart (acknowledged at one offset, stored at another)"},
+	} {
+		if res := Run(Options{Seed: tc.seed}); res.Err != nil {
+			t.Errorf("seed %d (%s): %v", tc.seed, tc.caught, res.Err)
+		}
+	}
+}
