@@ -27,6 +27,9 @@ type logSM struct {
 	bodies   [][]byte
 	opOf     map[string]uint64 // the op each body was applied at since the group opened
 	restored uint64
+	// failCkpt: Checkpoint of this op fails before writing anything (as
+	// when a segment's fdatasync fails).
+	failCkpt uint64
 }
 
 func (s *logSM) Apply(h *vsr.Header, body []byte) []byte {
@@ -51,6 +54,9 @@ func (s *logSM) encode() []byte {
 func (s *logSM) ckptPath(op uint64) string { return filepath.Join(s.dir, fmt.Sprintf("ckpt-%d", op)) }
 
 func (s *logSM) Checkpoint(op uint64, _ []byte) (vsr.Manifest, error) {
+	if op == s.failCkpt {
+		return vsr.Manifest{}, errors.New("checkpoint files not written")
+	}
 	b := s.encode()
 	if err := vfs.WriteFileAtomic(s.fs, s.ckptPath(op), b, 0o644); err != nil {
 		return vsr.Manifest{}, err
@@ -265,5 +271,53 @@ func TestWriteCheckpointKeepsTheFrontier(t *testing.T) {
 	st := g2.Superblock()
 	if st.CheckpointOp != 24 || st.Commit < 24 || st.OffsetFrontier != 500 || st.CheckpointChecksum != (superblock.Uint128{Hi: 3, Lo: 4}) {
 		t.Fatalf("superblock after reopen: %+v", st)
+	}
+}
+
+// TestCheckpointBelowAnUnadoptedOne: the checkpoint at 8 fails, the retry
+// at 9 reaches the superblock (its first round of copies) but its write
+// fails, so no state record ever names 9. After the restart the replica
+// replays from the checkpoint the state record names (none) and
+// checkpoints at 8 again: the superblock must take 8 over the 9 that never
+// came into force (it once panicked: checkpoint op going back), and the
+// reopened group restores 8.
+func TestCheckpointBelowAnUnadoptedOne(t *testing.T) {
+	fsys := vfs.NewFault(13)
+	h := newTestHost(fsys)
+	g, sm := openTestGroup(t, fsys, h, 1)
+	sm.failCkpt = 8
+	// The next superblock write: slots 0 and 1 land, slot 2 fails.
+	fsys.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: "/g/superblock", After: 2, Count: 1, Action: vfs.Fail})
+	for i := 0; i < 12; i++ {
+		g.Submit(&testWaiter{}, vsr.Request{Operation: testOperation, WallClock: uint64(i + 1), Body: fmt.Appendf(nil, "op %d", i+1)})
+		h.Drive()
+	}
+	if g.DurableCheckpoint() != 0 {
+		t.Fatalf("durable checkpoint %d, want none", g.DurableCheckpoint())
+	}
+	g.CloseFiles()
+	sb, err := superblock.Open(fsys, "/g", superblock.Uint128{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sb.State().CheckpointOp; got != 9 {
+		t.Fatalf("superblock checkpoint %d on disk before the restart, want the failed write's 9", got)
+	}
+	_ = sb.Close()
+
+	h2 := newTestHost(fsys)
+	g2, sm2 := openTestGroup(t, fsys, h2, 2)
+	if sm2.applied < 12 {
+		t.Fatalf("replayed up to %d, want 12", sm2.applied)
+	}
+	if st := g2.Superblock(); st.CheckpointOp != 8 || g2.DurableCheckpoint() != 8 {
+		t.Fatalf("after the restart: superblock checkpoint %d, durable checkpoint %d, want 8 and 8", st.CheckpointOp, g2.DurableCheckpoint())
+	}
+	g2.CloseFiles()
+
+	g3, sm3 := openTestGroup(t, fsys, newTestHost(fsys), 3)
+	defer g3.CloseFiles()
+	if sm3.restored != 8 || sm3.applied < 12 || len(sm3.bodies) < 12 || string(sm3.bodies[11]) != "op 12" {
+		t.Fatalf("second restart: restored %d, applied %d, %d bodies", sm3.restored, sm3.applied, len(sm3.bodies))
 	}
 }

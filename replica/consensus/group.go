@@ -386,12 +386,29 @@ func fenceViewState(vs *viewState, st *vsr.State) (*vsr.State, []byte, error) {
 // (and the commit point, at least op), the checksum of its checkpoint file
 // and the offset frontier (raised to frontier; 0 leaves it). The state
 // machine calls it from Checkpoint and Install.
+//
+// The checkpoint in force is the one the durable state record names
+// (DurableCheckpoint); the superblock may name a later one that no state
+// record adopted (a crash or a failed write between the superblock write
+// and the state record's). That one never came into force, and a replica
+// replaying from the older checkpoint may record one below it (its
+// checkpoint ops depend on which checkpoints failed and on CheckpointAfter):
+// the new record replaces it.
 func (g *Group) WriteCheckpoint(op uint64, checksum superblock.Uint128, frontier uint64) error {
 	st := g.sb.State()
+	abandon := op < st.CheckpointOp && st.CheckpointOp > g.durableCkpt
+	if abandon {
+		g.log.Warn("superblock names a checkpoint no state record adopted; recording an older one",
+			zap.Uint64("superblock_checkpoint", st.CheckpointOp), zap.Uint64("durable_checkpoint", g.durableCkpt),
+			zap.Uint64("checkpoint", op))
+	}
 	st.CheckpointOp = op
 	st.Commit = max(st.Commit, op)
 	st.CheckpointChecksum = checksum
 	st.OffsetFrontier = max(st.OffsetFrontier, frontier)
+	if abandon {
+		return g.sb.WriteAbandoning(st)
+	}
 	return g.sb.Write(st)
 }
 
