@@ -137,6 +137,7 @@ func TestStackRegressionSeeds(t *testing.T) {
 	}{
 		{84, "a backup's restarted group reused a forward token: the primary's late reply to a request forwarded before the restart acknowledged another client's send at that request's offset"},
 		{584, "the same forward-token reuse across a restart (acknowledged at one offset, stored at another)"},
+		{3357, "the final check ran while the new primary still re-prepared the suffix the old primary had acknowledged (quiescence must wait for op == commit)"},
 		{2515, "a failed checkpoint retried one op later reached the superblock but no state record: after the restart the replayed checkpoint below it panicked (superblock checkpoint op going back)"},
 	} {
 		if res := Run(Options{Seed: tc.seed}); res.Err != nil {
