@@ -19,7 +19,7 @@ var (
 	flagTrace = flag.Bool("simtrace", false, "print every event of a -seed run")
 )
 
-const maxCampaignFailures = 10
+var flagMaxFail = flag.Int("maxfail", 10, "stop the campaign after this many failing seeds")
 
 // TestStack runs a campaign of seeds over the real node stack, or one seed
 // with -seed. The ordinary `go test` runs a short campaign over fixed
@@ -70,7 +70,7 @@ func TestStack(t *testing.T) {
 		if res.Err != nil {
 			failed++
 			t.Errorf("seed %d failed: %v\nreplay: go test ./tests/sim/stack -run 'TestStack$' -seed=%d -v -simtrace", res.Seed, res.Err, res.Seed)
-			if failed >= maxCampaignFailures {
+			if failed >= *flagMaxFail {
 				t.Fatalf("stopping after %d failing seeds", failed)
 			}
 		}
