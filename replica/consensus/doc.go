@@ -30,7 +30,8 @@
 // (StateMachine.SyncAppend, or vsr asking) complete only after the next
 // group commit.
 //
-// A failed journal write or fdatasync, or a replica error, stops the group
+// A failed journal write or fdatasync, a failed superblock write (at the
+// end of the Ready that made it), or a replica error, stops the group
 // (Fail): waiting requests are answered CodeUnavailable, new ones are
 // refused, until the node restarts and recovers the group from disk. Drop
 // answers them with the caller's code and closes the files (a deleted

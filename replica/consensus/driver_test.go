@@ -276,11 +276,11 @@ func TestWriteCheckpointKeepsTheFrontier(t *testing.T) {
 
 // TestCheckpointBelowAnUnadoptedOne: the checkpoint at 8 fails, the retry
 // at 9 reaches the superblock (its first round of copies) but its write
-// fails, so no state record ever names 9. After the restart the replica
-// replays from the checkpoint the state record names (none) and
-// checkpoints at 8 again: the superblock must take 8 over the 9 that never
-// came into force (it once panicked: checkpoint op going back), and the
-// reopened group restores 8.
+// fails, so no state record ever names 9; the failed superblock write stops
+// the group. After the restart the replica replays from the checkpoint the
+// state record names (none) and checkpoints at 8 again: the superblock must
+// take 8 over the 9 that never came into force (it once panicked:
+// checkpoint op going back), and the reopened group restores 8.
 func TestCheckpointBelowAnUnadoptedOne(t *testing.T) {
 	fsys := vfs.NewFault(13)
 	h := newTestHost(fsys)
@@ -288,13 +288,17 @@ func TestCheckpointBelowAnUnadoptedOne(t *testing.T) {
 	sm.failCkpt = 8
 	// The next superblock write: slots 0 and 1 land, slot 2 fails.
 	fsys.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: "/g/superblock", After: 2, Count: 1, Action: vfs.Fail})
-	for i := 0; i < 12; i++ {
+	for i := 0; i < 12 && g.Usable(); i++ {
 		g.Submit(&testWaiter{}, vsr.Request{Operation: testOperation, WallClock: uint64(i + 1), Body: fmt.Appendf(nil, "op %d", i+1)})
 		h.Drive()
 	}
-	if g.DurableCheckpoint() != 0 {
-		t.Fatalf("durable checkpoint %d, want none", g.DurableCheckpoint())
+	if g.Failed() == nil {
+		t.Fatal("the group runs on after a failed superblock write")
 	}
+	if g.DurableCheckpoint() != 0 || sm.applied < 9 {
+		t.Fatalf("durable checkpoint %d (want none), applied %d (want 9 or more)", g.DurableCheckpoint(), sm.applied)
+	}
+	applied := sm.applied
 	g.CloseFiles()
 	sb, err := superblock.Open(fsys, "/g", superblock.Uint128{}, 0)
 	if err != nil {
@@ -307,17 +311,18 @@ func TestCheckpointBelowAnUnadoptedOne(t *testing.T) {
 
 	h2 := newTestHost(fsys)
 	g2, sm2 := openTestGroup(t, fsys, h2, 2)
-	if sm2.applied < 12 {
-		t.Fatalf("replayed up to %d, want 12", sm2.applied)
+	if sm2.applied < applied {
+		t.Fatalf("replayed up to %d, want %d", sm2.applied, applied)
 	}
-	if st := g2.Superblock(); st.CheckpointOp != 8 || g2.DurableCheckpoint() != 8 {
-		t.Fatalf("after the restart: superblock checkpoint %d, durable checkpoint %d, want 8 and 8", st.CheckpointOp, g2.DurableCheckpoint())
+	if st := g2.Superblock(); st.CheckpointOp != 8 || g2.DurableCheckpoint() != 8 || g2.Failed() != nil {
+		t.Fatalf("after the restart: superblock checkpoint %d, durable checkpoint %d (want 8 and 8), failed %v",
+			st.CheckpointOp, g2.DurableCheckpoint(), g2.Failed())
 	}
 	g2.CloseFiles()
 
 	g3, sm3 := openTestGroup(t, fsys, newTestHost(fsys), 3)
 	defer g3.CloseFiles()
-	if sm3.restored != 8 || sm3.applied < 12 || len(sm3.bodies) < 12 || string(sm3.bodies[11]) != "op 12" {
+	if sm3.restored != 8 || sm3.applied < applied || len(sm3.bodies) < 9 || string(sm3.bodies[8]) != "op 9" {
 		t.Fatalf("second restart: restored %d, applied %d, %d bodies", sm3.restored, sm3.applied, len(sm3.bodies))
 	}
 }

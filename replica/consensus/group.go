@@ -162,6 +162,9 @@ type Group struct {
 	lag       lagWatch
 	failed    error
 	closed    bool
+	// sbErr: a superblock write failed (the on-disk record is the old or
+	// the new one, and the superblock takes no more writes).
+	sbErr error
 }
 
 type appended struct {
@@ -406,10 +409,18 @@ func (g *Group) WriteCheckpoint(op uint64, checksum superblock.Uint128, frontier
 	st.Commit = max(st.Commit, op)
 	st.CheckpointChecksum = checksum
 	st.OffsetFrontier = max(st.OffsetFrontier, frontier)
+	var err error
 	if abandon {
-		return g.sb.WriteAbandoning(st)
+		err = g.sb.WriteAbandoning(st)
+	} else {
+		err = g.sb.Write(st)
 	}
-	return g.sb.Write(st)
+	if err != nil && g.sbErr == nil {
+		// The superblock refuses every later write: the group stops at the
+		// end of this Ready (the node restarts and recovers it).
+		g.sbErr = err
+	}
+	return err
 }
 
 // CloseFiles closes the journal, view state and superblock (without
