@@ -109,6 +109,10 @@ func (n *Node) newPlane() error {
 // deliverFrame routes an inbound replica-plane frame to the shard owning
 // its group (called on a link's reader goroutine; never blocks).
 func (n *Node) deliverFrame(from uint8, group uint64, m vsr.Message) error {
+	if m.Header.Command() == vsr.CmdSessionReport {
+		n.onSessionReport(from, m)
+		return nil
+	}
 	s := 0
 	if group != vsr.MetadataGroup {
 		ns := shard.Namespace(group)
@@ -134,7 +138,7 @@ func (sh *shardLoop) onFrame(t *task) {
 	switch m.Header.Command() {
 	case vsr.CmdForward:
 		if !usable {
-			sh.n.sendPlane(t.from, vsr.EncodeForwardReply(sh.n.sender(m.Header.Group()), vsr.OriginOf(m),
+			sh.n.sendPlane(t.from, vsr.EncodeForwardReply(sh.n.sender(m.Header.Group()), vsr.ForwardOriginOf(m),
 				vsr.Reply{Status: vsr.StatusTransientNotAccepted}, 0))
 			return
 		}
@@ -161,7 +165,7 @@ func (n *Node) sendPlane(to uint8, m vsr.Message) {
 // longer primary refuses it, and the origin's client retries.
 func (sh *shardLoop) serveForward(g *consensus.Group, from uint8, m vsr.Message) {
 	req := vsr.ForwardedRequest(m)
-	origin := vsr.OriginOf(m)
+	origin := vsr.ForwardOriginOf(m)
 	n := sh.n
 	t := &task{kind: tkForwarded, onDone: func(t *task) {
 		rp := vsr.Reply{Op: t.op, Status: t.vstatus, Eviction: t.evict, Body: t.reply}

@@ -31,6 +31,7 @@ func (c *conn) metadataOp(h *wire.RequestHeader, body []byte) bool {
 	}
 	if j, ok := adm.Command.(metadata.JoinConsumerGroup); ok {
 		adm.Command = c.n.joinInFlight(view, j)
+		c.grouped.Store(true) // before the join leaves: every later report names it
 	}
 	pbody, err := metadata.EncodeOp(metadata.Meta{UserID: uid, Client: h.Client}, adm.Command)
 	if err != nil {

@@ -176,7 +176,9 @@ type Node struct {
 	quicBound string
 
 	clients clientRegistry
-	audit   *audit.Log
+	// sessions: the consumer session reports (consumer_group_sessions.go).
+	sessions sessionTracker
+	audit    *audit.Log
 	// waits parks polls that wait for messages (long_poll.*; conn_wait.go).
 	waits     *longpoll.Hub
 	waitMax   time.Duration
@@ -445,6 +447,7 @@ func (n *Node) Start() (err error) {
 	}
 	n.startBackground()
 	n.startMemberEviction()
+	n.startSessionReports()
 	n.startHandoffs()
 	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("http", n.httpBound), zap.String("path", cfg.Path),
 		zap.String("version", ServerVersion))

@@ -377,16 +377,7 @@ func (s *Superblock) NeedsRepair() bool {
 // error leaves the on-disk record as the old or the new one; the
 // Superblock then refuses further writes (the caller restarts and
 // recovers, as after any failed fdatasync).
-func (s *Superblock) Write(st State) error { return s.write(st, false) }
-
-// WriteAbandoning is Write for a record whose checkpoint op may be below
-// the current record's: the caller abandons a checkpoint the record names
-// that never came into force (its group's state record never adopted it:
-// the process crashed, or a write failed, between the two writes) for the
-// one it records now. Commit and offset frontier still never go back.
-func (s *Superblock) WriteAbandoning(st State) error { return s.write(st, true) }
-
-func (s *Superblock) write(st State, abandon bool) error {
+func (s *Superblock) Write(st State) error {
 	if s.failed != nil {
 		return fmt.Errorf("superblock: %s: an earlier write failed: %w", s.path, s.failed)
 	}
@@ -399,7 +390,7 @@ func (s *Superblock) write(st State, abandon bool) error {
 		panic(fmt.Sprintf("superblock: write changes identity from %+v to %+v", old, st))
 	case st.Commit < old.Commit:
 		panic(fmt.Sprintf("superblock: commit goes back from %d to %d", old.Commit, st.Commit))
-	case st.CheckpointOp < old.CheckpointOp && !abandon:
+	case st.CheckpointOp < old.CheckpointOp:
 		panic(fmt.Sprintf("superblock: checkpoint op goes back from %d to %d", old.CheckpointOp, st.CheckpointOp))
 	case st.OffsetFrontier < old.OffsetFrontier:
 		panic(fmt.Sprintf("superblock: offset frontier goes back from %d to %d", old.OffsetFrontier, st.OffsetFrontier))

@@ -292,41 +292,6 @@ func TestWriteInvariantsPanic(t *testing.T) {
 	}
 }
 
-// TestWriteAbandoning: WriteAbandoning may move the checkpoint op back
-// (the record it replaces named a checkpoint that never came into force),
-// and survives a reopen; commit and frontier still never go back.
-func TestWriteAbandoning(t *testing.T) {
-	fsys := newFS(t, 6)
-	sb, err := Format(fsys, "/g", stateB())
-	must(t, err)
-	for name, mutate := range map[string]func(*State){
-		"commit":   func(s *State) { s.Commit-- },
-		"frontier": func(s *State) { s.OffsetFrontier-- },
-	} {
-		st := stateB()
-		mutate(&st)
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: WriteAbandoning did not panic", name)
-				}
-			}()
-			_ = sb.WriteAbandoning(st)
-		}()
-	}
-	st := stateB()
-	st.CheckpointOp--
-	st.CheckpointChecksum = Uint128{Hi: 7, Lo: 8}
-	must(t, sb.WriteAbandoning(st))
-	must(t, sb.Close())
-	sb, err = Open(fsys, "/g", st.Cluster, st.Replica)
-	must(t, err)
-	defer func() { _ = sb.Close() }()
-	if sb.State() != st || sb.Sequence() != 2 {
-		t.Fatalf("after reopen: %+v (sequence %d), want %+v", sb.State(), sb.Sequence(), st)
-	}
-}
-
 func TestFailedWritePoisons(t *testing.T) {
 	fsys := newFS(t, 6)
 	sb, err := Format(fsys, "/g", stateA())

@@ -28,14 +28,15 @@ package vsr
 //	109 u8   primary     the answering replica's primary hint
 //	110 [2]  reserved, zero
 //	112 u32  code        node-level refusal (an Iggy code; 0 when the replica answered)
-//	116 u64  origin      the incarnation in the Forward's header (the forwarding node's)
+//	116 u64  origin      the incarnation of the Forward's header, echoed
 //	124 [132] reserved, zero
 //
-// A token names a request only within one incarnation of the forwarding
-// node: a restarted node counts its tokens from the start again, and the
-// primary may answer a request the node's previous incarnation forwarded
-// after the restart. The forwarding node takes a reply only when its
-// origin is its own incarnation (ForwardOrigin).
+// A token names a request only within one boot of the forwarding node (it
+// restarts from 1), so the forwarding node takes a reply as its own only
+// when origin is its own incarnation: a reply the primary sent to a
+// forward of the node's previous boot would otherwise answer a request of
+// the new boot that drew the same token (real-stack simulator, seed 594:
+// a send was acknowledged with another producer's offset).
 const (
 	offFwdToken     = 80
 	offFwdClient    = 88
@@ -54,18 +55,6 @@ const (
 	offFwdReplyOrigin    = 116
 	offFwdReplyEnd       = 124
 )
-
-// ForwardOrigin names a forwarded request on the node that forwarded it:
-// that node's incarnation (the Forward frame's header) and its token.
-type ForwardOrigin struct {
-	Incarnation uint64
-	Token       uint64
-}
-
-// OriginOf returns the origin of a Forward frame, for its ForwardReply.
-func OriginOf(m Message) ForwardOrigin {
-	return ForwardOrigin{Incarnation: m.Header.Incarnation(), Token: m.Header.u64(offFwdToken)}
-}
 
 // Sender identifies the node sending a forwarded frame.
 type Sender struct {
@@ -121,30 +110,43 @@ func ForwardedRequest(m Message) Request {
 		Operation: h[offFwdOperation], Body: m.Body}
 }
 
-// EncodeForwardReply builds the ForwardReply answering the request o names
-// with rp (its Token is ignored) or, when code is non-zero, a node-level
-// refusal.
-func EncodeForwardReply(s Sender, o ForwardOrigin, rp Reply, code uint32) Message {
+// ForwardOrigin identifies a Forward frame to the node that sent it: its
+// token and the incarnation (boot) of the node that drew the token.
+type ForwardOrigin struct {
+	Token       uint64
+	Incarnation uint64
+}
+
+// ForwardOriginOf returns the origin of a Forward frame, which its
+// ForwardReply echoes.
+func ForwardOriginOf(m Message) ForwardOrigin {
+	return ForwardOrigin{Token: m.Header.u64(offFwdToken), Incarnation: m.Header.Incarnation()}
+}
+
+// EncodeForwardReply builds the ForwardReply answering the Forward from
+// origin with rp (its Token is ignored) or, when code is non-zero, a
+// node-level refusal.
+func EncodeForwardReply(s Sender, origin ForwardOrigin, rp Reply, code uint32) Message {
 	h := s.header(CmdForwardReply)
-	h.put64(offFwdToken, o.Token)
+	h.put64(offFwdToken, origin.Token)
+	h.put64(offFwdReplyOrigin, origin.Incarnation)
 	h.put64(offFwdReplyOp, rp.Op)
 	h.put64(offFwdReplyTimestamp, rp.Timestamp)
 	h.put32(offFwdReplyStatus, uint32(rp.Status))
 	h[offFwdReplyEviction] = uint8(rp.Eviction)
 	h[offFwdReplyPrimary] = rp.Primary
 	h.put32(offFwdReplyCode, code)
-	h.put64(offFwdReplyOrigin, o.Incarnation)
 	return sealed(h, rp.Body)
 }
 
 // ForwardedReply returns the origin, reply and node-level code of a
 // ForwardReply frame.
-func ForwardedReply(m Message) (o ForwardOrigin, rp Reply, code uint32) {
+func ForwardedReply(m Message) (origin ForwardOrigin, rp Reply, code uint32) {
 	h := m.Header
 	rp = Reply{Op: h.u64(offFwdReplyOp), Timestamp: h.u64(offFwdReplyTimestamp),
 		Status: Status(h.u32(offFwdReplyStatus)), Eviction: EvictionReason(h[offFwdReplyEviction]),
 		Primary: h[offFwdReplyPrimary], Body: m.Body}
-	return ForwardOrigin{Incarnation: h.u64(offFwdReplyOrigin), Token: h.u64(offFwdToken)}, rp, h.u32(offFwdReplyCode)
+	return ForwardOrigin{Token: h.u64(offFwdToken), Incarnation: h.u64(offFwdReplyOrigin)}, rp, h.u32(offFwdReplyCode)
 }
 
 // CommitNow broadcasts the primary's commit point at once instead of at the

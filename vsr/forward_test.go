@@ -2,6 +2,7 @@ package vsr
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 )
@@ -27,21 +28,19 @@ func TestForwardRoundTrip(t *testing.T) {
 		t.Fatalf("request: %+v", got)
 	}
 	rp := Reply{Op: 40, Timestamp: 41, Status: StatusEvicted, Eviction: EvictSessionTooLow, Primary: 1, Body: []byte{1, 2}}
-	o := OriginOf(m)
-	if o != (ForwardOrigin{Incarnation: 99, Token: 7}) {
-		t.Fatalf("origin of the forward: %+v", o)
+	origin := ForwardOriginOf(m)
+	if origin != (ForwardOrigin{Token: 7, Incarnation: 99}) {
+		t.Fatalf("forward origin %+v", origin)
 	}
-	primary := s
-	primary.Replica, primary.Incarnation = 0, 5
-	m, err = Decode(forwardFrame(EncodeForwardReply(primary, o, rp, 3021)), 1<<20)
+	m, err = Decode(forwardFrame(EncodeForwardReply(Sender{Cluster: s.Cluster, Group: s.Group, ReplicaCount: 3, Incarnation: 5}, origin, rp, 3021)), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Header.Incarnation() != 5 {
-		t.Fatalf("forward reply header incarnation %d, want the primary's", m.Header.Incarnation())
-	}
 	back0, back, code := ForwardedReply(m)
-	if back0 != o || code != 3021 || back.Op != 40 || back.Timestamp != 41 || back.Status != StatusEvicted ||
+	if m.Header.Incarnation() != 5 || binary.LittleEndian.Uint64(m.Header[116:]) != 99 {
+		t.Fatalf("forward_reply: incarnation %d at 72, origin %d at 116", m.Header.Incarnation(), binary.LittleEndian.Uint64(m.Header[116:]))
+	}
+	if back0 != origin || code != 3021 || back.Op != 40 || back.Timestamp != 41 || back.Status != StatusEvicted ||
 		back.Eviction != EvictSessionTooLow || back.Primary != 1 || !bytes.Equal(back.Body, rp.Body) {
 		t.Fatalf("reply: origin %+v code %d %+v", back0, code, back)
 	}
@@ -55,7 +54,7 @@ func TestForwardRejectsReservedBytes(t *testing.T) {
 		at   int
 	}{
 		{"forward", EncodeForward(s, Request{Operation: 1}), 200},
-		{"forward_reply", EncodeForwardReply(s, ForwardOrigin{Incarnation: 1, Token: 1}, Reply{}, 0), 200},
+		{"forward_reply", EncodeForwardReply(s, ForwardOrigin{Token: 1, Incarnation: 1}, Reply{}, 0), 124},
 	} {
 		h := *tc.m.Header
 		h[tc.at] = 1

@@ -30,8 +30,7 @@
 // (StateMachine.SyncAppend, or vsr asking) complete only after the next
 // group commit.
 //
-// A failed journal write or fdatasync, a failed superblock write (at the
-// end of the Ready that made it), or a replica error, stops the group
+// A failed journal write or fdatasync, or a replica error, stops the group
 // (Fail): waiting requests are answered CodeUnavailable, new ones are
 // refused, until the node restarts and recovers the group from disk. Drop
 // answers them with the caller's code and closes the files (a deleted
@@ -42,9 +41,7 @@
 // In a group of more than one replica, Submit on a backup in normal status
 // forwards the request to the primary in a vsr Forward frame
 // (Host.SendPeer, signed with Spec.Sender); the primary's ForwardReply
-// (ForwardReplied) answers the waiter; a reply naming another incarnation
-// of this node (a request forwarded before a restart, whose token this
-// incarnation reuses) is dropped. A successful reply for an op this
+// (ForwardReplied) answers the waiter. A successful reply for an op this
 // replica has not applied yet is held until it has (or the forward timeout
 // passes), so the client's next request here sees its own write. A request
 // the primary does not answer within Spec.ForwardTimeoutTicks is answered

@@ -63,6 +63,10 @@ func (d *Driver) NeedSync(g *Group) {
 	d.syncGroups = append(d.syncGroups, g)
 }
 
+// Dirty reports whether a group waits to be driven (a caller stepping
+// the groups itself, such as a simulator, drives until it is false).
+func (d *Driver) Dirty() bool { return len(d.dirty) > 0 || len(d.syncGroups) > 0 }
+
 // Drive runs every dirty group's Ready until all are quiet, with one group
 // commit per pass.
 func (d *Driver) Drive() {

@@ -58,13 +58,12 @@ func (g *Group) expireForwards() {
 }
 
 // ForwardReplied completes a forwarded request with the primary's reply
-// (a ForwardReply frame). A reply to a request this node's previous
-// incarnation forwarded is dropped: its token may name a request of this
-// incarnation.
+// (a ForwardReply frame). A reply to a forward of an earlier boot of this
+// node (its tokens restart from 1) is not this boot's and is dropped.
 func (g *Group) ForwardReplied(m vsr.Message) {
-	o, rp, code := vsr.ForwardedReply(m)
-	tok := o.Token
-	if o.Incarnation != g.sender.Incarnation {
+	origin, rp, code := vsr.ForwardedReply(m)
+	tok := origin.Token
+	if origin.Incarnation != g.sender.Incarnation {
 		return
 	}
 	if _, ok := g.fwd[tok]; !ok {

@@ -162,9 +162,6 @@ type Group struct {
 	lag       lagWatch
 	failed    error
 	closed    bool
-	// sbErr: a superblock write failed (the on-disk record is the old or
-	// the new one, and the superblock takes no more writes).
-	sbErr error
 }
 
 type appended struct {
@@ -390,37 +387,33 @@ func fenceViewState(vs *viewState, st *vsr.State) (*vsr.State, []byte, error) {
 // and the offset frontier (raised to frontier; 0 leaves it). The state
 // machine calls it from Checkpoint and Install.
 //
-// The checkpoint in force is the one the durable state record names
-// (DurableCheckpoint); the superblock may name a later one that no state
-// record adopted (a crash or a failed write between the superblock write
-// and the state record's). That one never came into force, and a replica
-// replaying from the older checkpoint may record one below it (its
-// checkpoint ops depend on which checkpoints failed and on CheckpointAfter):
-// the new record replaces it.
+// The superblock is written before the view state names the checkpoint,
+// so after a crash in between it may name a newer checkpoint than the one
+// the replica restarts from, and the replica's next checkpoint may be
+// older than that one (CheckpointAfter requests are not durable, so the
+// checkpoint ops differ after a restart). The superblock then keeps the
+// newer checkpoint (its files stay until the view state names a newer
+// one) and only the commit point and frontier are raised; recording the
+// older op would move the superblock's checkpoint back, which it refuses
+// (real-stack simulator, seed 1226: a torn superblock write left
+// checkpoint 33 on disk, and every restart panicked at checkpoint 32).
+//
+// A failed write stops the group: the superblock refuses every later
+// write, so no checkpoint could complete again until a restart recovers
+// the group from disk.
 func (g *Group) WriteCheckpoint(op uint64, checksum superblock.Uint128, frontier uint64) error {
 	st := g.sb.State()
-	abandon := op < st.CheckpointOp && st.CheckpointOp > g.durableCkpt
-	if abandon {
-		g.log.Warn("superblock names a checkpoint no state record adopted; recording an older one",
-			zap.Uint64("superblock_checkpoint", st.CheckpointOp), zap.Uint64("durable_checkpoint", g.durableCkpt),
-			zap.Uint64("checkpoint", op))
+	if op >= st.CheckpointOp {
+		st.CheckpointOp = op
+		st.CheckpointChecksum = checksum
 	}
-	st.CheckpointOp = op
 	st.Commit = max(st.Commit, op)
-	st.CheckpointChecksum = checksum
 	st.OffsetFrontier = max(st.OffsetFrontier, frontier)
-	var err error
-	if abandon {
-		err = g.sb.WriteAbandoning(st)
-	} else {
-		err = g.sb.Write(st)
+	if err := g.sb.Write(st); err != nil {
+		g.Fail(err)
+		return err
 	}
-	if err != nil && g.sbErr == nil {
-		// The superblock refuses every later write: the group stops at the
-		// end of this Ready (the node restarts and recovers it).
-		g.sbErr = err
-	}
-	return err
+	return nil
 }
 
 // CloseFiles closes the journal, view state and superblock (without

@@ -69,8 +69,6 @@ func (g *Group) process(rd vsr.Ready) {
 	g.reportReady(&res)
 	if err := g.r.Err(); err != nil {
 		g.Fail(err)
-	} else if g.sbErr != nil {
-		g.Fail(g.sbErr)
 	}
 }
 

@@ -89,14 +89,18 @@
 // atomically (vfs.WriteFileAtomic) after a purge op emptied the segments,
 // so a replay of the purge op after a crash does not purge again what was
 // appended since. A missing file is generation 0; a damaged one fails the
-// open.
+// open with ErrDamaged (a cluster node quarantines the partition and
+// refills it from its peers).
 //
 // # State transfer
 //
 // In cluster mode every checkpoint's manifest lists artifact 0 (the
 // producer table), 1 (the checkpoint file), 2 (the segment list) and 3+i
 // (the first size bytes of segment i's .log: segments are append-only, so
-// that prefix does not change after the checkpoint). Retention deletes
+// that prefix does not change after the checkpoint). Each artifact's
+// checksum is XXH3-128 of exactly the bytes served for it (the whole
+// checkpoint file, trailer included), whether the manifest was made by the
+// checkpoint or restored at boot. Retention deletes
 // segments by a replicated op (172), so every replica drops them at the
 // same op: a transfer of a checkpoint that still lists them then fails on
 // every peer alike, so the op asks vsr for a checkpoint right after it

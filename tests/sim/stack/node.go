@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/replica/codec"
 	"github.com/iggo/iggo/replica/consensus"
@@ -130,10 +132,11 @@ func partitionDir(idx int) string { return partition.Dir("/data", streamID, topi
 func (n *node) open(idx int, rejoin bool) (*replicated, error) {
 	w := n.w
 	rp := &replicated{n: n, idx: idx}
+	log := w.log.With(zap.Int("node", n.id)) // traces tell the nodes apart
 	cfg := partition.Config{Dir: partitionDir(idx), Stream: streamID, Topic: topicID, ID: uint32(idx + 1), Revision: 1,
 		TopicConfig: topicConfig(w.durability[idx]), Cluster: true, ValidateChecksum: true, MaxRecordSize: maxFrame,
 		ConsumerOffsetsMax: 16, PollBufferMax: 4 << 20, Codec: codec.NewStack(nil, maxFrame), Pipeline: n.pipe,
-		Log: w.log}
+		Log: log}
 	p, err := partition.Open(n.disk, cfg, rp)
 	if err != nil {
 		return nil, err
@@ -144,7 +147,7 @@ func (n *node) open(idx int, rejoin bool) (*replicated, error) {
 	entry := int64(maxFrame) + 4096
 	g, err := consensus.Open(consensus.Spec{
 		ID: vcfg.Group, Name: partitionNS(idx).String(), Dir: cfg.Dir, FS: n.disk, Config: vcfg, SM: p, Host: n,
-		Log: w.log, PartOpts: journal.PartitionOptions{Budget: ops * (entry + journal.RecordHeaderSize), MaxEntry: int(entry)},
+		Log: log, PartOpts: journal.PartitionOptions{Budget: ops * (entry + journal.RecordHeaderSize), MaxEntry: int(entry)},
 		Cluster: superblockID(w.cluster), ClusterName: "sim", Incarnation: w.incarnation(n.id), Restore: p.Restore,
 		Rejoin: rejoin, Sender: n.sender(idx),
 		ForwardTimeoutTicks: forwardTimeoutTicks,
@@ -286,7 +289,7 @@ func (n *node) receive(from int, frame []byte) {
 	case vsr.CmdForward:
 		req := vsr.ForwardedRequest(m)
 		req.WallClock = max(req.WallClock, n.w.clock())
-		g.SubmitHere(&forwarded{from: from, idx: idx, origin: vsr.OriginOf(m)}, req)
+		g.SubmitHere(&forwarded{from: from, idx: idx, origin: vsr.ForwardOriginOf(m)}, req)
 	case vsr.CmdForwardReply:
 		g.ForwardReplied(m)
 	default:

@@ -128,20 +128,29 @@ func faultList(f map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// TestStackRegressionSeeds replays seeds that once failed, each with what
-// it caught.
+// regressionSeeds are seeds that once failed, each with what it caught;
+// they run on every `go test`.
+var regressionSeeds = []struct {
+	seed   uint64
+	caught string
+}{
+	{3, "a bit-rotted partition incarnation file was taken for an earlier partition's directory and wiped, and the replica voted empty (replica/partition incarnation checksum)"},
+	{89, "a restarted replica's manifest listed its checkpoint file's trailer checksum, not the file's: no peer could fetch that checkpoint and a replica behind it stayed behind (replica/partition Restore)"},
+	{594, "a primary's reply to a request forwarded by a node's previous boot answered the new boot's request that drew the same token: a send acknowledged at another producer's offset (vsr ForwardReply echoes the origin's incarnation)"},
+	{1226, "a torn superblock write left a checkpoint the view state never named: the group ran on failing every checkpoint, and every restart panicked writing an older checkpoint (replica/consensus WriteCheckpoint)"},
+	{84, "a primary's reply to a request forwarded by a node's previous boot answered the new boot's request that drew the same token: a send acknowledged at offset 4, stored at 9 (vsr ForwardReply echoes the origin's incarnation)"},
+	{584, "the same forward token reuse across a restart: a send acknowledged at offset 10, stored at 12"},
+	{2515, "a checkpoint that failed, retried one op later, reached the superblock but no view state: every restart panicked writing the older checkpoint (replica/consensus WriteCheckpoint)"},
+	{3357, "the final check ran while a new primary still prepared again the suffix the old primary had acknowledged: quiescence waits until nothing is prepared above the commit"},
+	{101535, "bit rot in purge.gen failed the node's boot instead of marking the partition damaged, to be quarantined and refilled from its peers (replica/partition readPurgeGen)"},
+}
+
+// TestStackRegressionSeeds replays every regression seed.
 func TestStackRegressionSeeds(t *testing.T) {
-	for _, tc := range []struct {
-		seed   uint64
-		caught string
-	}{
-		{84, "a backup's restarted group reused a forward token: the primary's late reply to a request forwarded before the restart acknowledged another client's send at that request's offset"},
-		{584, "the same forward-token reuse across a restart (acknowledged at one offset, stored at another)"},
-		{3357, "the final check ran while the new primary still re-prepared the suffix the old primary had acknowledged (quiescence must wait for op == commit)"},
-		{2515, "a failed checkpoint retried one op later reached the superblock but no state record: after the restart the replayed checkpoint below it panicked (superblock checkpoint op going back)"},
-	} {
-		if res := Run(Options{Seed: tc.seed}); res.Err != nil {
-			t.Errorf("seed %d (%s): %v", tc.seed, tc.caught, res.Err)
+	for _, rs := range regressionSeeds {
+		res := Run(Options{Seed: rs.seed})
+		if res.Err != nil {
+			t.Errorf("seed %d (%s): %v\nreplay: go test ./tests/sim/stack -run 'TestStack$' -seed=%d -v -simtrace", rs.seed, rs.caught, res.Err, rs.seed)
 		}
 	}
 }

@@ -13,6 +13,10 @@
 // vfs.Fault.Crash); failed writes on any node (the group stops, the node
 // restarts); torn and misdirected writes and bit rot on the faulty node
 // (its storage is found damaged, set aside and refilled from its peers).
+// Damage stays on that one node: a replica whose journal tail is torn or
+// whose storage is damaged may have lost acknowledged ops, so it is fenced
+// and does not vote until a primary re-anchors it, and a group of three
+// with two such replicas has no quorum (vsr tolerates one).
 //
 // Checks: every tick, committed op identities agree across replicas; at
 // the end, after healing every fault, every outstanding request completes
