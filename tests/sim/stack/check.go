@@ -44,7 +44,10 @@ func (w *world) checkAgreement() {
 }
 
 // quiescent: every client request finished and every replica of every
-// group is in normal status with the highest commit applied.
+// group is in normal status with the highest commit applied and nothing
+// prepared above it (after a view change the new primary prepares the
+// suffix it adopted again: ops the old primary acknowledged are committed
+// only then).
 func (w *world) quiescent() bool {
 	for _, c := range w.clients {
 		if c.inFlight {
@@ -67,7 +70,7 @@ func (w *world) quiescent() bool {
 		for _, p := range w.procs {
 			rp := p.node.parts[g]
 			inf := rp.g.Replica().Info()
-			if inf.CommitMin != top || inf.Status != "normal" || rp.p.AppliedOp() != top {
+			if inf.CommitMin != top || inf.Op != top || inf.Status != "normal" || rp.p.AppliedOp() != top {
 				return false
 			}
 		}
