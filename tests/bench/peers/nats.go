@@ -322,4 +322,3 @@ func parseNATSCSV(r io.Reader, size int) (Figure, error) {
 	f.MsgsPerSec = float64(f.Messages) / longest
 	return f, nil
 }
-
