@@ -139,6 +139,7 @@ var regressionSeeds = []struct {
 	{594, "a primary's reply to a request forwarded by a node's previous boot answered the new boot's request that drew the same token: a send acknowledged at another producer's offset (vsr ForwardReply echoes the origin's incarnation)"},
 	{1226, "a torn superblock write left a checkpoint the view state never named: the group ran on failing every checkpoint, and every restart panicked writing an older checkpoint (replica/consensus WriteCheckpoint)"},
 	{101535, "bit rot in purge.gen failed the node's boot instead of marking the partition damaged, to be quarantined and refilled from its peers (replica/partition readPurgeGen)"},
+	{202967, "bit rot in the newest view-state slot brought back the previous record (one copy per record): the replica returned to a view it had left and diverged (replica/consensus view state written to both slots)"},
 }
 
 // TestStackRegressionSeeds replays every regression seed.
