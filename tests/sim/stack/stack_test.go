@@ -140,6 +140,7 @@ var regressionSeeds = []struct {
 	{1226, "a torn superblock write left a checkpoint the view state never named: the group ran on failing every checkpoint, and every restart panicked writing an older checkpoint (replica/consensus WriteCheckpoint)"},
 	{101535, "bit rot in purge.gen failed the node's boot instead of marking the partition damaged, to be quarantined and refilled from its peers (replica/partition readPurgeGen)"},
 	{202967, "bit rot in the newest view-state slot brought back the previous record (one copy per record): the replica returned to a view it had left and diverged (replica/consensus view state written to both slots)"},
+	{202257, "a failed index write in a checkpoint's segment sync plan failed the segment log but left the group running, failing every later checkpoint and poll (replica/partition writeCheckpointFiles)"},
 }
 
 // TestStackRegressionSeeds replays every regression seed.
