@@ -20,7 +20,7 @@ export GOFLAGS := -buildvcs=$(BUILDVCS) -ldflags=-checklinkname=0
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
-.PHONY: all help build run cluster cluster-down bench-cluster bench-transports bench-peers bench-scaling bench-disk test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations clean chaos chaos-campaign \
+.PHONY: all help build run cluster cluster-down bench-cluster bench-transports bench-peers bench-scaling bench-disk test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations sim-stack sim-stack-mutations clean chaos chaos-campaign \
 	ui-screenshots bench-ui \
 	docker-binaries docker-image compose-up compose-demo compose-kill compose-down compose-certs
 
@@ -178,6 +178,7 @@ fmt-check: ## gofmt -l over the tracked Go files
 test: fmt-check vet ## everything CI runs (needs Docker, root, ip and nft; see README)
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) sim-mutations
+	$(MAKE) sim-stack-mutations
 	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 bench: ## every Go benchmark
@@ -233,6 +234,16 @@ sim: ## a consensus simulator campaign (SEEDS, TIME, BASE)
 # vsrmutations) and fails unless every one is caught.
 sim-mutations: ## the simulator against deliberate vsr safety bugs
 	$(GO) test -tags vsrmutations ./tests/sim -run 'TestMutations' -count=1 -v
+
+# The real-stack simulator (tests/sim/stack: consensus driver, journal,
+# superblock, partition, segments over fault-injecting disks). `make test`
+# runs its short campaign through go test; these run long ones.
+STACK_SEEDS ?= 50000
+sim-stack: ## a real-stack simulator campaign (STACK_SEEDS, TIME, BASE)
+	$(GO) test ./tests/sim/stack -run 'TestStack$$' -count=1 -timeout 0 -v -seeds=$(STACK_SEEDS) -time=$(TIME) -base=$(BASE)
+
+sim-stack-mutations: ## the real-stack simulator against deliberate storage-stack bugs
+	$(GO) test -tags stackmutations ./tests/sim/stack -run 'TestStackMutations' -count=1 -v
 
 clean: ## remove bin/ and the Docker build directory
 	rm -rf $(BIN) $(DOCKER_BUILD_DIR)

@@ -109,6 +109,10 @@ func (n *Node) newPlane() error {
 // deliverFrame routes an inbound replica-plane frame to the shard owning
 // its group (called on a link's reader goroutine; never blocks).
 func (n *Node) deliverFrame(from uint8, group uint64, m vsr.Message) error {
+	if m.Header.Command() == vsr.CmdSessionReport {
+		n.onSessionReport(from, m)
+		return nil
+	}
 	s := 0
 	if group != vsr.MetadataGroup {
 		ns := shard.Namespace(group)

@@ -76,7 +76,10 @@ type conn struct {
 	reqBody []byte // body of the request being served (for denial lines)
 
 	member atomic.Bool // holds a consumer-group membership (heartbeat eviction applies)
-	ended  atomic.Bool
+	// grouped: a consumer-group join was submitted on this connection, so
+	// the node's consumer session reports name its client (consumer_group_sessions.go).
+	grouped atomic.Bool
+	ended   atomic.Bool
 	// busy is set while a request is served; revokedSession once the session's
 	// credentials are gone (endRevoked): an idle connection closes at once,
 	// a busy one right after its reply, which may answer the very request

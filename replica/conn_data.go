@@ -403,7 +403,7 @@ func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollS
 		}
 		if c.n.handOffPending(st0.ID, tp.ID, pid, g.ID) {
 			// Just handed over: this replica has not applied the old
-			// owner's last commit yet (coop.go).
+			// owner's last commit yet (consumer_group_rebalance.go).
 			return true, c.emptyPoll(h, pid, 0)
 		}
 	}

@@ -26,6 +26,11 @@ import (
 //     EvictNodeMembers{node, Before: the primary's clock (µs) when it
 //     first saw the node down}, once per death (re-armed when the node is
 //     seen alive again).
+//   - Silence: the metadata primary expires the members a node's consumer
+//     session reports have not named for consumer_group.session_timeout,
+//     a silent node's all at once (consumer_group_sessions.go). Whichever of gossip and
+//     the reports acts first removes the members; the other's op then
+//     finds none.
 //
 // Clocks: Before comes from the primary's clock and Boot from the member
 // node's. A node that restarts after the primary saw it go down has a

@@ -109,7 +109,7 @@ func onlyMember(ctx context.Context, c *client.Client, id uint32, parts uint32) 
 func joinThrough(ctx context.Context, t *testing.T, tc *testCluster, i int, c *client.Client, want int) *client.Client {
 	t.Helper()
 	// A member that heartbeats (a silent one is evicted as stale after
-	// consumer_group.session_timeout) and does not reconnect elsewhere.
+	// 1.2 x heartbeat.interval) and does not reconnect elsewhere.
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{tc.nodes[i].Addr()}
 	cfg.Username, cfg.Password = DefaultRootUsername, DefaultRootPassword

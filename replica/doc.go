@@ -35,10 +35,10 @@
 //     in order.
 //   - HTTP. The HTTP API (package httpapi, http.go) runs on shard 0's
 //     behalf on net/http's goroutines. It serves nothing itself: each route
-//     runs the binary command on a local session (local.go), a conn whose
-//     socket is a reply capture, through conn.handle — the same decode,
-//     admission, permission checks, forwarding and inbox hand-offs as a
-//     socket's frames. A session registers a VSR client session (the
+//     runs the binary command on a local session (local_session.go), a
+//     conn whose socket is a reply capture, through conn.handle — the same
+//     decode, admission, permission checks, forwarding and inbox hand-offs
+//     as a socket's frames. A session registers a VSR client session (the
 //     Register a binary login commits) at its first write; reads need none.
 //   - Shard loop iteration. Handle takes what one wake-up brought (tasks and
 //     coalesced ticks), submits requests to the replicas, then drives every
@@ -74,6 +74,56 @@
 // submits it, and Apply stamps a copy. Every replica stamps the same
 // committed batch with the same (partition_id, base_offset, prepare
 // timestamp), so their segments are byte-identical.
+//
+// # One send, call by call
+//
+// The path of a send on a single node, in the order the calls happen
+// (file:function; rooms below replica are named by package):
+//
+//  1. conn.go:conn.serve reads one frame through intake.Reader;
+//     conn.go:conn.handle decodes its header and checks the session and
+//     permissions against metadata.Store's published view.
+//  2. conn_data.go:conn.send verifies the batch in place
+//     (wire.DecodeSendMessages), applies the at-rest codec (codec.Stack),
+//     resolves the partition (conn_data.go:conn.target) and fills the
+//     connection's one reusable task (kind tkSend: body, producer
+//     identity); conn.go:conn.run hands it to the owning shard's inbox
+//     (shard.Runtime.Send) and waits on the task's done channel.
+//  3. shard.go:shardLoop.Handle takes the iteration's tasks;
+//     shard.go:shardLoop.dispatch finds the partition; partition_host.go:
+//     part.handle turns the task into partition.SendRequest (a vsr.Request
+//     with the producer identity) and consensus.Group.Submit (group.go)
+//     registers the task as the request's Waiter and submits it to the
+//     vsr.Replica.
+//  4. shard.go:shardLoop.settle runs consensus.Driver.Drive (driver.go):
+//     Group.runReadies → ready.go:Group.process, per Ready part:
+//     writeState (view state), runJournal / journalRun.flush (one vectored
+//     append per journal file), and at the end of the pass
+//     Driver.groupCommit: one vfs submission with every journal fdatasync
+//     due (persisted topics) plus the segment syncs the pipeline stages
+//     (shard.go:shardLoop.StageCommit → partition.Pipeline.StageCommit);
+//     ready.go:Group.syncDone reports the appends (vsr.AppendDone).
+//  5. The op commits inside the replica, which calls the state machine:
+//     partition/apply.go:Partition.Apply → applySend stamps the batch
+//     (base offset, timestamp) and partition/pipeline.go:Pipeline.stage
+//     queues it for its segment.
+//  6. After the pass, shard.go:shardLoop.AfterPass →
+//     partition.Pipeline.Flush: one vectored segment write per partition
+//     (Partition.stageAppend → segment.Log.StageAppend, one submission,
+//     finishAppend), publishing the new offsets to polls.
+//  7. The replica's Reply reaches consensus.Group.complete (group.go),
+//     which records it on the task (task.SetReply) and calls
+//     shard.go:shardLoop.Deliver; settle signals the task's done channel
+//     after the iteration's writes, and conn_data.go:conn.send writes the
+//     reply (base offset) to the socket.
+//
+// In a cluster, step 3 on a backup forwards the request to the primary
+// (consensus/forward.go: Group.forward, vsr Forward frame over
+// replica/plane); the primary serves it with Group.SubmitHere
+// (cluster.go:shardLoop.serveForward) and its ForwardReply completes the
+// backup's task (Group.ForwardReplied), held until the backup applied the
+// op too. Step 4 sends prepares to the backups (Host.Send → the replica
+// plane) and the op commits on a quorum of PrepareOks.
 //
 // # Compression and encryption at rest
 //
@@ -186,11 +236,15 @@
 // with 46 and logged. Every consumer-group join records the node holding
 // the member's connection and that node's incarnation (its start, µs), so
 // the members of a node that went away are found without their
-// connections (evict.go): a node that restarts removes its previous runs'
-// members once its metadata replica is in normal status (a single node
-// during boot), and the metadata primary removes those of a node gossip
+// connections (consumer_group_evict.go): a node that restarts removes its
+// previous runs' members once its metadata replica is in normal status (a
+// single node during boot), and the metadata primary removes those of a node gossip
 // reports dead or left for cluster.member_eviction_timeout
-// (EvictNodeMembers, package metadata).
+// (EvictNodeMembers, package metadata). Every node also sends the primary
+// a consumer session report each consumer_group.heartbeat_interval; the
+// primary expires the members no report named for
+// consumer_group.session_timeout (consumer_group_sessions.go; EvictNodeMembers for a
+// silent node, ExpireMembers for members a reporting node dropped).
 //
 // Roles: the owning shard publishes each group's view, status and primary
 // whenever they change (cluster_view.go: GroupRoles, MetadataPrimary,

@@ -21,8 +21,8 @@ import (
 
 // The HTTP API (package httpapi) runs on shard 0's behalf and reaches the
 // node only through httpBackend: local sessions on the connection-serving
-// path (local.go), the binary login's credential checks, the published
-// metadata view, health and metrics.
+// path (local_session.go), the binary login's credential checks, the
+// published metadata view, health and metrics.
 
 type httpBackend struct{ n *Node }
 
@@ -233,7 +233,7 @@ func (n *Node) MetricsSnapshot(s *metrics.Snapshot) {
 	if n.rt != nil {
 		for _, st := range n.rt.Stats() {
 			s.Shards = append(s.Shards, metrics.ShardStat{Shard: st.Shard, Queued: st.Queued,
-				Accepted: st.Accepted, Processed: st.Processed, Refused: st.Refused,
+				Processed: st.Processed, Refused: st.Refused,
 				Stopped: st.RefusedStopped, Iterations: st.Iterations, MaxBatch: st.MaxBatch})
 		}
 	}

@@ -64,7 +64,7 @@ type metaSM struct {
 	sysBusy    bool
 	sysRetry   bool // a refused system request waits for the next tick
 	sysTask    task
-	// bootEvicted: the restart's EvictNodeMembers was queued (evict.go).
+	// bootEvicted: the restart's EvictNodeMembers was queued (consumer_group_evict.go).
 	bootEvicted bool
 
 	// State transfer (transfer.go).

@@ -176,12 +176,14 @@ type Node struct {
 	quicBound string
 
 	clients clientRegistry
-	audit   *audit.Log
+	// sessions: the consumer session reports (consumer_group_sessions.go).
+	sessions sessionTracker
+	audit    *audit.Log
 	// waits parks polls that wait for messages (long_poll.*; conn_wait.go).
 	waits     *longpoll.Hub
 	waitMax   time.Duration
 	partStats sync.Map // shard.Namespace → *partStats
-	handOffs  sync.Map // handOffKey → handOffWait (coop.go)
+	handOffs  sync.Map // handOffKey → handOffWait (consumer_group_rebalance.go)
 	topicRR   sync.Map // topicKey → *atomic.Uint32 (balanced partitioning)
 
 	// Gossip (cluster mode) and a test hook adjusting its configuration
@@ -445,6 +447,7 @@ func (n *Node) Start() (err error) {
 	}
 	n.startBackground()
 	n.startMemberEviction()
+	n.startSessionReports()
 	n.startHandoffs()
 	n.log.Info("iggo server started", zap.String("tcp", n.bound), zap.String("http", n.httpBound), zap.String("path", cfg.Path),
 		zap.String("version", ServerVersion))
@@ -596,7 +599,7 @@ func (n *Node) bootMetadata() error {
 	}
 	m.booting = false
 	// Members of consumer groups were connections of the previous run;
-	// none survived the restart (evict.go). Members recorded before joins
+	// none survived the restart (consumer_group_evict.go). Members recorded before joins
 	// carried their node have an unknown boot: on a single node they are
 	// the previous run's too.
 	m.bootEvicted = true

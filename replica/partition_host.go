@@ -44,7 +44,7 @@ type (
 
 // part is a partition hosted on its owning shard: the state machine, its
 // consensus group and the shard. It is the partition's partition.Host and
-// its group's groupSM.
+// its group's consensus.StateMachine.
 type part struct {
 	*partition.Partition
 	sh       *shardLoop

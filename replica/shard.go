@@ -291,20 +291,15 @@ func (sh *shardLoop) AfterPass() {
 // Idle implements consensus.PassHooks. With no group commit to ride
 // (replicated topics journal without fdatasync) the segment syncs and
 // hints that are due run on their own.
-func (sh *shardLoop) Idle() {
-	if !sh.pipe.SyncsDue() {
-		return
-	}
-	sh.batch.Reset()
-	plans := sh.pipe.StageSyncs(&sh.batch)
-	var err error
-	if !sh.batch.Empty() {
-		start := time.Now()
-		err = sh.fs.Submit(&sh.batch)
-		sh.n.metrics.ObserveStorage(metrics.SegmentSync, time.Since(start))
-	}
-	sh.batch.Reset()
-	sh.pipe.FinishSyncs(plans, err)
+func (sh *shardLoop) Idle() { sh.pipe.SyncIdle(&sh.batch, sh.submitSegmentSyncs) }
+
+// submitSegmentSyncs submits segment syncs and hints that ride no group
+// commit.
+func (sh *shardLoop) submitSegmentSyncs(b *vfs.Batch) error {
+	start := time.Now()
+	err := sh.fs.Submit(b)
+	sh.n.metrics.ObserveStorage(metrics.SegmentSync, time.Since(start))
+	return err
 }
 
 // submitSegments submits the pipeline's segment writes (partition.Pipeline

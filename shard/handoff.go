@@ -11,12 +11,12 @@ import (
 // connection work spreads over all cores.
 //
 // With skipZero set and more than one shard, shard 0 is left out: it already
-// carries the listeners, the metadata group and the replica dialer. The
-// server builds one chooser for clients (cluster.coordinator.
+// carries the listeners and the metadata group. The server builds one
+// chooser, for client connections (cluster.coordinator.
 // skip_shard_zero_for_clients, default false: client connections are short
-// and benefit from every core) and one for replica links
-// (skip_shard_zero_for_replicas, default true: they are long-lived steady
-// flows). With a single shard, everything lands on shard 0 regardless.
+// and benefit from every core); replica links are served by the replica
+// plane, not handed to shards. With a single shard, everything lands on
+// shard 0 regardless.
 type RoundRobin struct {
 	next   atomic.Uint64
 	first  int
@@ -39,19 +39,4 @@ func NewRoundRobin(shardCount int, skipZero bool) *RoundRobin {
 func (r *RoundRobin) Next() int {
 	span := uint64(r.shards - r.first)
 	return r.first + int((r.next.Add(1)-1)%span)
-}
-
-// Handoff holds the two choosers shard 0 uses.
-type Handoff struct {
-	Clients  *RoundRobin
-	Replicas *RoundRobin
-}
-
-// NewHandoff builds the client and replica choosers from the
-// cluster.coordinator settings.
-func NewHandoff(shardCount int, skipZeroForClients, skipZeroForReplicas bool) Handoff {
-	return Handoff{
-		Clients:  NewRoundRobin(shardCount, skipZeroForClients),
-		Replicas: NewRoundRobin(shardCount, skipZeroForReplicas),
-	}
 }

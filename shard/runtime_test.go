@@ -505,9 +505,9 @@ func TestRoundRobin(t *testing.T) {
 			t.Errorf("RoundRobin(%d, skip=%v) = %v, want %v", c.shards, c.skip, got, c.want)
 		}
 	}
-	h := NewHandoff(4, false, true)
-	if h.Clients.Next() != 0 || h.Replicas.Next() != 1 || h.Replicas.Next() != 2 || h.Clients.Next() != 1 {
-		t.Fatal("client and replica choosers are not independent")
+	a, b := NewRoundRobin(4, false), NewRoundRobin(4, true)
+	if a.Next() != 0 || b.Next() != 1 || b.Next() != 2 || a.Next() != 1 {
+		t.Fatal("two choosers are not independent")
 	}
 }
 

@@ -362,6 +362,10 @@
 // answer); the replica never emits or consumes them. Their layouts are in
 // forward.go.
 //
+// SessionReport (16) is node-to-node as well: a node telling the metadata
+// primary which consumer-group clients it serves (layout in
+// session_report.go); the replica never emits or consumes it either.
+//
 // The durable state record's layout is documented on EncodeState, the
 // session table's on (*clientTable).encode.
 package vsr

@@ -50,6 +50,9 @@ func FuzzDecode(f *testing.F) {
 	for _, fr := range frames {
 		f.Add(fr)
 	}
+	report := vsr.EncodeSessionReport(vsr.Sender{Group: vsr.MetadataGroup, Replica: 1, ReplicaCount: 3, Incarnation: 5},
+		vsr.SessionReport{Sequence: 1, Chunks: 1, Clients: []vsr.Checksum{{1}, {2}}})
+	f.Add(vsrtest.Encode(report))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		m, err := vsr.Decode(frame, 1<<20)
 		if err != nil {

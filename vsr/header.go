@@ -35,14 +35,15 @@ const (
 	CmdChunk            Command = 13
 	CmdForward          Command = 14
 	CmdForwardReply     Command = 15
-	cmdCount                    = 16
+	CmdSessionReport    Command = 16
+	cmdCount                    = 17
 )
 
 var commandNames = [cmdCount]string{
 	"reserved", "prepare", "prepare_ok", "commit", "start_view_change",
 	"do_view_change", "start_view", "request_start_view", "request_prepares",
 	"range_evicted", "request_manifest", "manifest", "request_chunk", "chunk",
-	"forward", "forward_reply",
+	"forward", "forward_reply", "session_report",
 }
 
 func (c Command) String() string {

@@ -173,6 +173,8 @@ func validateCommand(m Message) error {
 		if !allZero(h[offFwdReplyEnd:]) {
 			return malformed("forward_reply: reserved bytes")
 		}
+	case CmdSessionReport:
+		return validateSessionReport(h, m.Body)
 	default:
 		return malformed("unknown command %d", uint8(h.Command()))
 	}

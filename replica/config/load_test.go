@@ -492,3 +492,35 @@ func TestIntakeKeysFromEnvironment(t *testing.T) {
 		t.Fatalf("got  %v\nwant %v", got, want)
 	}
 }
+
+// TestConsumerSessionKeys: consumer_group.session_timeout and
+// heartbeat_interval default to Iggy's 30 s and 5 s, load any value that
+// keeps three reports per session (no longer only the default), and refuse
+// the rest naming the key.
+func TestConsumerSessionKeys(t *testing.T) {
+	cfg, _ := mustLoad(t, "")
+	if g := cfg.ConsumerGroup; g.SessionTimeout.Duration != 30*time.Second || g.HeartbeatInterval.Duration != 5*time.Second {
+		t.Fatalf("defaults: session %v heartbeat %v", g.SessionTimeout, g.HeartbeatInterval)
+	}
+	cfg, _ = mustLoad(t, "", "IGGY_CONSUMER_GROUP_SESSION_TIMEOUT=1s", "IGGY_CONSUMER_GROUP_HEARTBEAT_INTERVAL=200ms")
+	if g := cfg.ConsumerGroup; g.SessionTimeout.Duration != time.Second || g.HeartbeatInterval.Duration != 200*time.Millisecond {
+		t.Fatalf("from the environment: session %v heartbeat %v", g.SessionTimeout, g.HeartbeatInterval)
+	}
+	cfg, _ = mustLoad(t, "", "IGGY_CONSUMER_GROUP_SESSION_TIMEOUT=2m")
+	if cfg.ConsumerGroup.SessionTimeout.Duration != 2*time.Minute {
+		t.Fatalf("a longer session: %v", cfg.ConsumerGroup.SessionTimeout)
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"IGGY_CONSUMER_GROUP_SESSION_TIMEOUT=10s"}, "consumer_group.session_timeout: must be at least 3 x consumer_group.heartbeat_interval = 15 s"},
+		{[]string{"IGGY_CONSUMER_GROUP_HEARTBEAT_INTERVAL=11s"}, "consumer_group.session_timeout: must be at least 3 x consumer_group.heartbeat_interval = 33 s"},
+		{[]string{"IGGY_CONSUMER_GROUP_HEARTBEAT_INTERVAL=5ms"}, "consumer_group.heartbeat_interval: must be at least 10 ms"},
+		{[]string{"IGGY_CONSUMER_GROUP_HEARTBEAT_INTERVAL=0s"}, "consumer_group.heartbeat_interval: must be at least 10 ms"},
+	} {
+		if _, _, err := LoadFrom("", tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
+		}
+	}
+}

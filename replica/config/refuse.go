@@ -34,8 +34,6 @@ var Refused = []Refusal{
 	{Key: "tcp.enabled", Reason: "this build always serves TCP (its tooling and health checks use it); it cannot be turned off", Probe: "false"},
 
 	// Iggy settings for mechanisms this build does not have.
-	{Key: "consumer_group.session_timeout", Reason: "this build removes a member when its connection closes, when heartbeat.interval lapses or when its node is gone for cluster.member_eviction_timeout; there are no session reports, only the default is accepted", Probe: "60s"},
-	{Key: "consumer_group.heartbeat_interval", Reason: "this build sends no consumer session reports (see consumer_group.session_timeout); only the default is accepted", Probe: "7s"},
 	{Key: "cluster.repair_gap_debounce_interval", Reason: "this build's journal repair has no debounce (cluster.repair_retry_interval paces it); only the default is accepted", Probe: "2s"},
 	{Key: "cluster.superblock_wedged_fatal_timeout", Reason: "in this build a group whose superblock or journal write fails stops at once and is recovered from disk by a restart; there is no wedge timer, only the default is accepted", Probe: "0"},
 	{Key: "cluster.coordinator.skip_shard_zero_for_replicas", Reason: "replica links are served by the replica plane's own goroutines, not by shards; only the default is accepted", Probe: "false"},

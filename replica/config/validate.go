@@ -83,8 +83,8 @@ const (
 	maxPollInterval          = 5 * time.Second
 	maxJoinTimeout           = 900 * time.Second
 	maxReconcileInterval     = 30 * time.Second
-	sessionGatherDeadline    = 3 * time.Second
-	sessionSendDeadline      = 100 * time.Millisecond
+	sessionToHeartbeatRatio  = 3                     // a lost consumer session report never expires a member
+	sessionHeartbeatMin      = 10 * time.Millisecond // at most one report per node per consensus tick
 	heartbeatToCommitRatio   = 4
 	statusToRetransmitRatio  = 4
 	journalSlotsPerDepth     = 4
@@ -406,13 +406,11 @@ func (cfg *Config) validateMisc(c *checker) {
 	}
 	g := cfg.ConsumerGroup
 	c.positive("consumer_group.rebalancing_timeout", g.RebalancingTimeout)
-	c.positive("consumer_group.heartbeat_interval", g.HeartbeatInterval)
-	floor := 3*g.HeartbeatInterval.Duration + 2*(sessionGatherDeadline+sessionSendDeadline)
-	if g.SessionTimeout.Duration < floor {
-		c.fail("consumer_group.session_timeout", "must be at least 3 x consumer_group.heartbeat_interval + 2 x (3 s gather + 100 ms send) = %s, got %s", D(floor), g.SessionTimeout)
-	}
-	if cfg.Cluster.Enabled && g.SessionTimeout.Duration <= cfg.Cluster.HeartbeatTimeout.Duration {
-		c.fail("consumer_group.session_timeout", "must exceed cluster.heartbeat_timeout (%s) when clustering, got %s", cfg.Cluster.HeartbeatTimeout, g.SessionTimeout)
+	if g.HeartbeatInterval.Duration < sessionHeartbeatMin {
+		c.fail("consumer_group.heartbeat_interval", "must be at least %s (one consumer session report per node per interval), got %s", D(sessionHeartbeatMin), g.HeartbeatInterval)
+	} else if floor := sessionToHeartbeatRatio * g.HeartbeatInterval.Duration; g.SessionTimeout.Duration < floor {
+		c.fail("consumer_group.session_timeout", "must be at least %d x consumer_group.heartbeat_interval = %s (a lost session report must not expire a member), got %s",
+			sessionToHeartbeatRatio, D(floor), g.SessionTimeout)
 	}
 }
 

@@ -3,6 +3,7 @@ package consensus
 import (
 	"time"
 
+	"github.com/iggo/iggo/internal/mutation"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/shard/vfs"
 )
@@ -61,6 +62,10 @@ func (d *Driver) NeedSync(g *Group) {
 	}
 	d.syncGroups = append(d.syncGroups, g)
 }
+
+// Dirty reports whether a group waits to be driven (a caller stepping
+// the groups itself, such as a simulator, drives until it is false).
+func (d *Driver) Dirty() bool { return len(d.dirty) > 0 || len(d.syncGroups) > 0 }
 
 // Drive runs every dirty group's Ready until all are quiet, with one group
 // commit per pass.
@@ -132,6 +137,11 @@ func (g *Group) runReadies() bool {
 func (d *Driver) groupCommit() {
 	d.batch.Reset()
 	for _, g := range d.syncGroups {
+		if mutation.On(mutation.AckBeforeJournalSync) {
+			var lie vfs.Batch // never submitted
+			g.ticket = g.j.SyncTo(&lie)
+			continue
+		}
 		g.ticket = g.j.SyncTo(&d.batch)
 	}
 	var done func(error)

@@ -74,6 +74,8 @@ func (t *txn) apply(m Meta, c Command) Result {
 		return t.disconnect(c.Client)
 	case EvictNodeMembers:
 		return t.evictNodeMembers(c)
+	case ExpireMembers:
+		return t.expireMembers(c)
 	case CompleteRevocation:
 		return t.completeRevocation(c)
 	case CreateUser:
@@ -106,7 +108,7 @@ func fail(c wire.Code) Result { return Result{Code: c} }
 // resolve passes through so the handler reports its own not-found code.
 func (t *txn) authorize(m Meta, c Command) wire.Code {
 	switch c.(type) {
-	case Bootstrap, SetLimits, DisconnectClient, EvictNodeMembers, DeleteExpiredTokens, RevokeAccessToken, CompleteRevocation:
+	case Bootstrap, SetLimits, DisconnectClient, EvictNodeMembers, ExpireMembers, DeleteExpiredTokens, RevokeAccessToken, CompleteRevocation:
 		if m.System {
 			return OK
 		}
@@ -803,6 +805,16 @@ func (t *txn) disconnect(client ClientID) Result {
 // BootUnknown is the largest uint64, so Boot < Before never holds for it.
 func (t *txn) evictNodeMembers(c EvictNodeMembers) Result {
 	return t.removeMembersWhere(func(m Member) bool { return m.Node == c.Node && m.Boot < c.Before })
+}
+
+// expireMembers removes the listed members still stamped with the node
+// and boot the primary expired them for.
+func (t *txn) expireMembers(c ExpireMembers) Result {
+	listed := make(map[ClientID]bool, len(c.Clients))
+	for _, cl := range c.Clients {
+		listed[cl] = true
+	}
+	return t.removeMembersWhere(func(m Member) bool { return m.Node == c.Node && m.Boot == c.Boot && listed[m.Client] })
 }
 
 // removeMembersWhere removes the members match selects from every group

@@ -387,3 +387,49 @@ func TestCooperativeJoin(t *testing.T) {
 	}
 	checkAssignment(t, m.s.Stream(0).Topic(0).Group(0), 4)
 }
+
+// TestExpireMembers: only the listed members still stamped with the node
+// and boot leave (and their groups rebalance once); a listed member that
+// moved to another node or boot stays, and clients cannot issue it.
+func TestExpireMembers(t *testing.T) {
+	m := groupMachine(t, 4)
+	join := func(c ClientID, node uint8, boot uint64) {
+		t.Helper()
+		j := JoinConsumerGroup{Stream: NumericID(0), Topic: NumericID(0), Group: NumericID(0), Node: node, Boot: boot}
+		if r := m.client(c, j); r.Code != OK {
+			t.Fatal(r.Code)
+		}
+	}
+	lost, kept, moved, otherBoot := cl(1), cl(2), cl(3), cl(4)
+	join(lost, 2, 10)
+	join(kept, 2, 10)
+	join(moved, 0, 30)     // reconnected through node 0
+	join(otherBoot, 2, 20) // node 2's next boot
+	g := func() *ConsumerGroup { return m.s.Stream(0).Topic(0).Group(0) }
+	gen := g().Generation
+	exp := ExpireMembers{Node: 2, Boot: 10, Clients: []ClientID{lost, moved, otherBoot}}
+	if r := m.client(lost, exp); r.Code != wire.CodeUnauthorized {
+		t.Fatalf("client-issued expiry: %v", r.Code)
+	}
+	r := m.sys(exp)
+	if r.Code != OK || len(r.Effects) != 1 || r.Effects[0].Kind != EffectGroupRebalanced {
+		t.Fatalf("result %+v", r)
+	}
+	var left []ClientID
+	for _, mem := range g().Members {
+		left = append(left, mem.Client)
+	}
+	if !slices.Equal(left, []ClientID{kept, moved, otherBoot}) || g().Generation != gen+1 {
+		t.Fatalf("members %v generation %d (was %d)", left, g().Generation, gen)
+	}
+	owned := 0
+	for _, mem := range g().Members {
+		owned += len(mem.Partitions)
+	}
+	if owned != 4 {
+		t.Fatalf("%d partitions owned after the rebalance, want 4", owned)
+	}
+	if r := m.sys(exp); r.Code != OK || len(r.Effects) != 0 || g().Generation != gen+1 {
+		t.Fatalf("expiring again: %+v", r)
+	}
+}

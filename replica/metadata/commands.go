@@ -176,11 +176,30 @@ type DisconnectClient struct{ Client ClientID }
 // rebalancing as DisconnectClient does. Members with Boot == BootUnknown
 // are never removed by it. System only: a node issues it for itself after
 // a restart (Before = its own incarnation), and the metadata primary for a
-// node gossip reported dead or left for cluster.member_eviction_timeout.
+// node gossip reported dead or left for cluster.member_eviction_timeout or
+// that sent no consumer session report for consumer_group.session_timeout.
 type EvictNodeMembers struct {
 	Node   uint8
 	Before uint64
 }
+
+// ExpireMembers removes from every consumer group each member whose
+// client is in Clients and that is still stamped with Node and Boot,
+// rebalancing as DisconnectClient does. System only: the metadata primary
+// issues it for members a node stopped reporting in its consumer session
+// reports for consumer_group.session_timeout (their connection closed but
+// the leave was lost) while the node itself keeps reporting. A member
+// that joined again through another node or boot in the meantime is
+// re-stamped and stays. Clients are distinct, at most ExpireMembersMax.
+type ExpireMembers struct {
+	Node    uint8
+	Boot    uint64
+	Clients []ClientID
+}
+
+// ExpireMembersMax bounds ExpireMembers.Clients (its stamp must fit the
+// prepare body's u16 stamp length).
+const ExpireMembersMax = (maxStampLength - 1 - 8 - 2) / 16
 
 // CreateUser is CREATE_USER (33); PasswordHash is computed by the node.
 type CreateUser struct {
@@ -270,6 +289,7 @@ func (JoinConsumerGroup) isCommand()         {}
 func (LeaveConsumerGroup) isCommand()        {}
 func (DisconnectClient) isCommand()          {}
 func (EvictNodeMembers) isCommand()          {}
+func (ExpireMembers) isCommand()             {}
 func (CompleteRevocation) isCommand()        {}
 func (CreateUser) isCommand()                {}
 func (UpdateUser) isCommand()                {}

@@ -102,8 +102,13 @@
 // A node submits it for itself once its metadata replica is in normal
 // status after boot (Before = its own incarnation), and the metadata
 // primary submits it for a node gossip reported dead or left for
-// cluster.member_eviction_timeout. Members restored from snapshot version
-// 1 or joined by a prepare body of version 1 have Node 0 and Boot =
+// cluster.member_eviction_timeout or that sent it no consumer session
+// report for consumer_group.session_timeout. ExpireMembers{Node, Boot,
+// Clients} removes the listed members still stamped with that node and
+// boot (the node's session reports stopped naming them: their connection
+// closed and the leave was lost); a member re-stamped by a join through
+// another node or boot stays. Members restored from snapshot version 1 or
+// joined by a prepare body of version 1 have Node 0 and Boot =
 // BootUnknown (the largest u64): no Before is above it, so they are never
 // removed by node eviction (only by their own disconnect).
 //
@@ -118,8 +123,9 @@
 // pending Revocation (target member, Since = the join's timestamp): the
 // owner keeps it for commits (Owns) but may not poll it (Pollable,
 // Assignment), and nobody else gets it until CompleteRevocation moves it
-// (the node decides when: package replica, coop.go). Leave, disconnect,
-// node eviction and partition changes re-deal every partition round robin
+// (the node decides when: package replica,
+// consumer_group_rebalance.go). Leave, disconnect, node eviction and
+// partition changes re-deal every partition round robin
 // and drop pending revocations, as Iggy's rebalance_members does. Joins
 // decoded from prepare bodies before version 4 (Redeal) re-deal round
 // robin, as they did when they committed.
@@ -228,7 +234,7 @@
 //	              client commands; 96 Bootstrap, 97 SetLimits,
 //	              98 DisconnectClient, 99 DeleteExpiredTokens,
 //	              100 EvictNodeMembers, 101 RevokeAccessToken,
-//	              102 CompleteRevocation
+//	              102 CompleteRevocation, 103 ExpireMembers
 //	     2     1  flags: bit 0 = system command; other bits zero
 //	     3     1  reserved, zero
 //	     4     4  acting user id u32
@@ -253,7 +259,9 @@
 // DisconnectClient the 16-byte client id. JoinConsumerGroup carries u8
 // node (the admitting node's replica id) and u64 boot (its incarnation,
 // µs), then u16 count + count × u32 in-flight partitions (version 4).
-// EvictNodeMembers carries u8 node and u64 before. CompleteRevocation
+// EvictNodeMembers carries u8 node and u64 before. ExpireMembers carries
+// u8 node, u64 boot, u16 count and count × 16-byte client ids (version 4
+// only). CompleteRevocation
 // carries u32 stream, u32 topic, u32 group, the 16-byte source client id,
 // u32 partition, u8 has-committed and u64 committed offset. RevokeAccessToken
 // carries the 16-byte token id and u64 expiry (unix seconds). Other operations

@@ -172,9 +172,13 @@ func genStep(c chooser, s *State, op, ts uint64) step {
 		}
 	case 21:
 		m.System = true
-		if c.intn(4) == 0 {
+		switch c.intn(6) {
+		case 0:
 			cmd = EvictNodeMembers{Node: uint8(c.intn(3)), Before: uint64(1 + c.intn(5))}
-		} else {
+		case 1:
+			cmd = ExpireMembers{Node: uint8(c.intn(3)), Boot: uint64(1 + c.intn(4)),
+				Clients: []ClientID{{Lo: uint64(1 + c.intn(5))}, {Lo: uint64(1 + c.intn(5))}}}
+		default:
 			cmd = DisconnectClient{Client: wire.Uint128{Lo: uint64(1 + c.intn(5))}}
 		}
 	case 22:

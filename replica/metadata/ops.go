@@ -18,6 +18,7 @@ const (
 	OpEvictNodeMembers    wire.Operation = 100
 	OpRevokeAccessToken   wire.Operation = 101
 	OpCompleteRevocation  wire.Operation = 102
+	OpExpireMembers       wire.Operation = 103
 )
 
 // Prepare body envelope; the layout is documented in doc.go.
@@ -100,6 +101,8 @@ func OperationOf(c Command) wire.Operation {
 		return OpDeleteExpiredTokens
 	case EvictNodeMembers:
 		return OpEvictNodeMembers
+	case ExpireMembers:
+		return OpExpireMembers
 	case CompleteRevocation:
 		return OpCompleteRevocation
 	case RevokeAccessToken:
@@ -204,6 +207,17 @@ func EncodeOp(m Meta, c Command) ([]byte, error) {
 	case EvictNodeMembers:
 		b = append(b, c.Node)
 		b = binary.LittleEndian.AppendUint64(b, c.Before)
+	case ExpireMembers:
+		if len(c.Clients) > ExpireMembersMax {
+			return nil, fmt.Errorf("%w: expiring %d members, at most %d", ErrOp, len(c.Clients), ExpireMembersMax)
+		}
+		b = append(b, c.Node)
+		b = binary.LittleEndian.AppendUint64(b, c.Boot)
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(c.Clients)))
+		for _, cl := range c.Clients {
+			b = binary.LittleEndian.AppendUint64(b, cl.Lo)
+			b = binary.LittleEndian.AppendUint64(b, cl.Hi)
+		}
 	case CompleteRevocation:
 		b = binary.LittleEndian.AppendUint32(b, c.Stream)
 		b = binary.LittleEndian.AppendUint32(b, c.Topic)
@@ -332,6 +346,20 @@ func decodeCommand(version byte, op wire.Operation, st *stampReader, body []byte
 			return nil, fmt.Errorf("%w: operation %d in a version %d body", ErrOp, op, version)
 		}
 		return internal(EvictNodeMembers{Node: st.u8(), Before: st.u64()})
+	case OpExpireMembers:
+		if version < opVersion {
+			return nil, fmt.Errorf("%w: operation %d in a version %d body", ErrOp, op, version)
+		}
+		c := ExpireMembers{Node: st.u8(), Boot: st.u64()}
+		n := int(st.u16())
+		if n > ExpireMembersMax {
+			return nil, fmt.Errorf("%w: expiring %d members, at most %d", ErrOp, n, ExpireMembersMax)
+		}
+		c.Clients = make([]ClientID, 0, n)
+		for range n {
+			c.Clients = append(c.Clients, wire.Uint128{Lo: st.u64(), Hi: st.u64()})
+		}
+		return internal(c)
 	case OpCompleteRevocation:
 		if version < opVersion {
 			return nil, fmt.Errorf("%w: operation %d in a version %d body", ErrOp, op, version)
@@ -455,6 +483,13 @@ func (r *stampReader) take(n int) []byte {
 func (r *stampReader) u8() uint8 {
 	if b := r.take(1); b != nil {
 		return b[0]
+	}
+	return 0
+}
+
+func (r *stampReader) u16() uint16 {
+	if b := r.take(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
 	}
 	return 0
 }

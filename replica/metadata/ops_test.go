@@ -95,6 +95,8 @@ func TestOpRejects(t *testing.T) {
 		"create topic no stamp": append(append(bytes.Clone(good[:1]), byte(wire.OpCreateTopic)), good[2:]...),
 		"short evict":           mustEncode(t, Meta{}, EvictNodeMembers{Node: 1, Before: 2})[:opHeaderSize+5],
 		"evict in version 1":    append([]byte{opVersionV1}, mustEncode(t, Meta{}, EvictNodeMembers{Node: 1, Before: 2})[1:]...),
+		"short expire":          mustEncode(t, Meta{}, ExpireMembers{Node: 1, Boot: 2, Clients: []ClientID{cl(1)}})[:opHeaderSize+1+8+2+8],
+		"expire in version 3":   append([]byte{opVersionV3}, mustEncode(t, Meta{}, ExpireMembers{Node: 1, Boot: 2})[1:]...),
 		"join in version 1 with a stamp": append([]byte{opVersionV1},
 			mustEncode(t, Meta{}, JoinConsumerGroup{Stream: wire.NumericID(0), Topic: wire.NumericID(0), Group: wire.NumericID(0), Node: 1, Boot: 2})[1:]...),
 	}
@@ -159,6 +161,17 @@ func TestOpJoinStamp(t *testing.T) {
 	if _, c, err := DecodeOp(mustEncode(t, Meta{System: true}, ev)); err != nil || c != ev {
 		t.Fatalf("evict decoded %+v (%v)", c, err)
 	}
+	ex := ExpireMembers{Node: 1, Boot: 99, Clients: []ClientID{cl(3), {Lo: 1, Hi: 2}}}
+	if _, c, err := DecodeOp(mustEncode(t, Meta{System: true}, ex)); err != nil || !reflect.DeepEqual(c, ex) {
+		t.Fatalf("expire decoded %+v (%v)", c, err)
+	}
+	none := ExpireMembers{Node: 1, Boot: 99, Clients: []ClientID{}}
+	if _, c, err := DecodeOp(mustEncode(t, Meta{System: true}, none)); err != nil || !reflect.DeepEqual(c, none) {
+		t.Fatalf("empty expire decoded %+v (%v)", c, err)
+	}
+	if _, err := EncodeOp(Meta{System: true}, ExpireMembers{Clients: make([]ClientID, ExpireMembersMax+1)}); !errors.Is(err, ErrOp) {
+		t.Fatalf("expiring more than ExpireMembersMax encoded: %v", err)
+	}
 }
 
 func mustEncode(t *testing.T, m Meta, c Command) []byte {
@@ -186,6 +199,7 @@ func FuzzDecodeOp(f *testing.F) {
 		}
 	}
 	f.Add(mustEncodeF(f, bootstrapStep().meta, bootstrapStep().cmd))
+	f.Add(mustEncodeF(f, Meta{System: true}, ExpireMembers{Node: 1, Boot: 2, Clients: []ClientID{cl(1), cl(2)}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, cmd, err := DecodeOp(b)
 		if err != nil {

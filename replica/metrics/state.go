@@ -35,12 +35,12 @@ type Snapshot struct {
 
 // ShardStat is one shard loop's inbox and iteration figures.
 type ShardStat struct {
-	Shard               int
-	Queued              int
-	Accepted, Processed uint64
-	Refused, Stopped    uint64
-	Iterations          uint64
-	MaxBatch            uint64
+	Shard            int
+	Queued           int
+	Processed        uint64
+	Refused, Stopped uint64
+	Iterations       uint64
+	MaxBatch         uint64
 }
 
 // TopicStat sums a topic's partitions on this node.

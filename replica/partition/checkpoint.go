@@ -13,6 +13,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/iggo/iggo/internal/mutation"
 	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
@@ -137,6 +138,9 @@ func decodeCheckpoint(b []byte) (checkpointState, error) {
 // that leaves the previous checkpoint in force and the new files
 // unreferenced (removed once a later checkpoint is durable).
 func (p *Partition) Checkpoint(op uint64, table []byte) (vsr.Manifest, error) {
+	if mutation.On(mutation.DropProducerTable) {
+		table = nil
+	}
 	if err := p.flushSegments(); err != nil {
 		p.failOn(err)
 		return vsr.Manifest{}, err
@@ -187,7 +191,9 @@ func (p *Partition) writeCheckpointFiles(files []newFile) error {
 		p.failOn(err)
 		return errors.Join(err, closeFiles(opened))
 	}
-	plan.AddTo(&b)
+	if !mutation.On(mutation.SkipCheckpointSegmentSync) {
+		plan.AddTo(&b)
+	}
 	err = p.fs.Submit(&b)
 	cerr := closeFiles(opened)
 	if serr := p.seg.CompleteSync(plan, planFailure(err, plan)); serr != nil {

@@ -38,9 +38,9 @@ type OffsetKey struct {
 	ID   uint32
 }
 
-// EncodeStoreOffset is a store-offset body (op 161) carrying cap, the
+// EncodeStoreOffset is a store-offset body (op 161) carrying limit, the
 // node's partition.consumer_offsets_max.
-func EncodeStoreOffset(k OffsetKey, offset uint64, auto bool, cap int) []byte {
+func EncodeStoreOffset(k OffsetKey, offset uint64, auto bool, limit int) []byte {
 	b := make([]byte, offsetOpSize)
 	b[0] = k.Kind
 	binary.LittleEndian.PutUint32(b[1:], k.ID)
@@ -48,7 +48,7 @@ func EncodeStoreOffset(k OffsetKey, offset uint64, auto bool, cap int) []byte {
 	if auto {
 		b[13] = offsetFlagAuto
 	}
-	binary.LittleEndian.PutUint32(b[14:], uint32(cap))
+	binary.LittleEndian.PutUint32(b[14:], uint32(limit))
 	return b
 }
 

@@ -428,9 +428,6 @@ func (p *Partition) Current() uint64 {
 	return 0
 }
 
-// Empty reports whether the partition has no message to serve.
-func (p *Partition) Empty() bool { return p.visibleNext() == 0 }
-
 // publish updates the statistics other goroutines read.
 func (p *Partition) publish() {
 	s := p.stats

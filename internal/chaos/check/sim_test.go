@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -347,112 +346,112 @@ func TestSimulatedValidHistories(t *testing.T) {
 	})
 }
 
+// TestSimulatedBugsAreCaught checks each mutation on its own property run,
+// so every one gets the run's full number of cases (fewer under -short)
+// and must apply in at least three of them.
 func TestSimulatedBugsAreCaught(t *testing.T) {
-	var mu sync.Mutex
-	applied := map[string]int{}
-	mutations := []string{"drop", "reuse", "dup", "failed", "regress", "metadata", "lag"}
-	rapid.Check(t, func(t *rapid.T) {
-		s := newSim(t)
-		s.run(rapid.IntRange(10, 80).Draw(t, "steps"))
-		bug := rapid.SampledFrom(mutations).Draw(t, "bug")
-		nodes := [2][][]history.MsgID{cloneLogs(s.logs), cloneLogs(s.logs)}
-		var ackedIDs []history.MsgID
-		for _, m := range sortedIDs(s.acked) {
-			ackedIDs = append(ackedIDs, m)
-		}
-		want := ""
-		switch bug {
-		case "drop": // a node loses an acknowledged message
-			if len(ackedIDs) == 0 {
-				return
-			}
-			m := rapid.SampledFrom(ackedIDs).Draw(t, "victim")
-			l := s.acked[m]
-			n := rapid.IntRange(0, 1).Draw(t, "node")
-			nodes[n][l.part] = append(nodes[n][l.part][:l.off:l.off], nodes[n][l.part][l.off+1:]...)
-			want = Lost
-		case "reuse": // an acknowledged offset is handed to another message
-			if len(ackedIDs) == 0 {
-				return
-			}
-			m := rapid.SampledFrom(ackedIDs).Draw(t, "victim")
-			l := s.acked[m]
-			intruder := history.MsgID{Producer: 99, Seq: 1, Attempt: 1}
-			s.b.sendOK(99, l.part, l.off, intruder)
-			for n := range nodes {
-				nodes[n][l.part][l.off] = intruder
-			}
-			want = OffsetReuse
-		case "dup": // an acknowledged message is appended twice
-			if len(ackedIDs) == 0 {
-				return
-			}
-			m := rapid.SampledFrom(ackedIDs).Draw(t, "victim")
-			l := s.acked[m]
-			for n := range nodes {
-				nodes[n][l.part] = append(nodes[n][l.part], m)
-			}
-			want = Duplicate
-		case "failed": // a refused send lands anyway
-			if len(s.failed) == 0 {
-				return
-			}
-			m := rapid.SampledFrom(s.failed).Draw(t, "victim")
-			p := rapid.IntRange(0, s.parts-1).Draw(t, "part")
-			for n := range nodes {
-				nodes[n][p] = append(nodes[n][p], m)
-			}
-			want = FailedPresent
-		case "regress": // a stored offset is forgotten
-			var keys []offKey
-			for k, v := range s.reads {
-				if v >= 0 {
-					keys = append(keys, k)
+	for _, bug := range []string{"drop", "reuse", "dup", "failed", "regress", "metadata", "lag"} {
+		t.Run(bug, func(t *testing.T) {
+			applied := 0
+			rapid.Check(t, func(t *rapid.T) {
+				s := newSim(t)
+				s.run(rapid.IntRange(10, 80).Draw(t, "steps"))
+				nodes := [2][][]history.MsgID{cloneLogs(s.logs), cloneLogs(s.logs)}
+				var ackedIDs []history.MsgID
+				for _, m := range sortedIDs(s.acked) {
+					ackedIDs = append(ackedIDs, m)
 				}
-			}
-			slices.SortFunc(keys, func(a, b offKey) int { return strings.Compare(a.String(), b.String()) })
-			if len(keys) == 0 {
-				// No reader saw a stored offset: store and read one first
-				// (the store is at offset 0 of a fresh consumer, valid on
-				// any partition the server accepts it for).
-				k := offKey{"c:77", 0}
-				s.b.store(7776, 0, k.consumer, k.part, 0, history.OK)
-				s.b.getOffset(7776, 0, k.consumer, k.part, 0)
-				keys = append(keys, k)
-			}
-			k := keys[rapid.IntRange(0, len(keys)-1).Draw(t, "key")]
-			s.b.getOffset(7777, 0, k.consumer, k.part, -1)
-			want = OffsetRegress
-		case "metadata": // a read sees an id no create returned
-			s.b.md(7777, history.GetStream, "never-created", "ok", 1_000_000)
-			want = MetadataLinear
-		case "lag": // a node never catches up with the last message
-			var parts []int
-			for p := range nodes[1] {
-				if len(nodes[1][p]) > 0 {
-					parts = append(parts, p)
+				want := ""
+				switch bug {
+				case "drop": // a node loses an acknowledged message
+					if len(ackedIDs) == 0 {
+						return
+					}
+					m := rapid.SampledFrom(ackedIDs).Draw(t, "victim")
+					l := s.acked[m]
+					n := rapid.IntRange(0, 1).Draw(t, "node")
+					nodes[n][l.part] = append(nodes[n][l.part][:l.off:l.off], nodes[n][l.part][l.off+1:]...)
+					want = Lost
+				case "reuse": // an acknowledged offset is handed to another message
+					if len(ackedIDs) == 0 {
+						return
+					}
+					m := rapid.SampledFrom(ackedIDs).Draw(t, "victim")
+					l := s.acked[m]
+					intruder := history.MsgID{Producer: 99, Seq: 1, Attempt: 1}
+					s.b.sendOK(99, l.part, l.off, intruder)
+					for n := range nodes {
+						nodes[n][l.part][l.off] = intruder
+					}
+					want = OffsetReuse
+				case "dup": // an acknowledged message is appended twice
+					if len(ackedIDs) == 0 {
+						return
+					}
+					m := rapid.SampledFrom(ackedIDs).Draw(t, "victim")
+					l := s.acked[m]
+					for n := range nodes {
+						nodes[n][l.part] = append(nodes[n][l.part], m)
+					}
+					want = Duplicate
+				case "failed": // a refused send lands anyway
+					if len(s.failed) == 0 {
+						return
+					}
+					m := rapid.SampledFrom(s.failed).Draw(t, "victim")
+					p := rapid.IntRange(0, s.parts-1).Draw(t, "part")
+					for n := range nodes {
+						nodes[n][p] = append(nodes[n][p], m)
+					}
+					want = FailedPresent
+				case "regress": // a stored offset is forgotten
+					var keys []offKey
+					for k, v := range s.reads {
+						if v >= 0 {
+							keys = append(keys, k)
+						}
+					}
+					slices.SortFunc(keys, func(a, b offKey) int { return strings.Compare(a.String(), b.String()) })
+					if len(keys) == 0 {
+						// No reader saw a stored offset: store and read one first
+						// (the store is at offset 0 of a fresh consumer, valid on
+						// any partition the server accepts it for).
+						k := offKey{"c:77", 0}
+						s.b.store(7776, 0, k.consumer, k.part, 0, history.OK)
+						s.b.getOffset(7776, 0, k.consumer, k.part, 0)
+						keys = append(keys, k)
+					}
+					k := keys[rapid.IntRange(0, len(keys)-1).Draw(t, "key")]
+					s.b.getOffset(7777, 0, k.consumer, k.part, -1)
+					want = OffsetRegress
+				case "metadata": // a read sees an id no create returned
+					s.b.md(7777, history.GetStream, "never-created", "ok", 1_000_000)
+					want = MetadataLinear
+				case "lag": // a node never catches up with the last message
+					var parts []int
+					for p := range nodes[1] {
+						if len(nodes[1][p]) > 0 {
+							parts = append(parts, p)
+						}
+					}
+					if len(parts) == 0 {
+						return
+					}
+					p := rapid.SampledFrom(parts).Draw(t, "part")
+					nodes[1][p] = nodes[1][p][:len(nodes[1][p])-1]
+					want = Diverged
 				}
+				s.finish(nodes)
+				r := Check(s.meta(), s.b.events, Options{})
+				if r.Counts[want] == 0 {
+					t.Fatalf("%s bug not caught as %s:\n%s", bug, want, report(r))
+				}
+				applied++
+			})
+			if applied < 3 {
+				t.Errorf("mutation %q applied only %d times: the generator rarely makes it applicable", bug, applied)
 			}
-			if len(parts) == 0 {
-				return
-			}
-			p := rapid.SampledFrom(parts).Draw(t, "part")
-			nodes[1][p] = nodes[1][p][:len(nodes[1][p])-1]
-			want = Diverged
-		}
-		s.finish(nodes)
-		r := Check(s.meta(), s.b.events, Options{})
-		if r.Counts[want] == 0 {
-			t.Fatalf("%s bug not caught as %s:\n%s", bug, want, report(r))
-		}
-		mu.Lock()
-		applied[bug]++
-		mu.Unlock()
-	})
-	for _, m := range mutations {
-		if applied[m] < 3 {
-			t.Errorf("mutation %q applied only %d times: the generator rarely makes it applicable", m, applied[m])
-		}
+		})
 	}
 }
 

@@ -154,6 +154,13 @@ func (w *world) finalChecks() {
 				return
 			}
 		}
+		for _, ob := range w.observed[g] {
+			if ob.msg.offset >= uint64(len(ref)) || ref[ob.msg.offset] != ob.msg {
+				w.fail("g%d: a poll of p%d at tick %d returned producer %d message %d at offset %d, which the final log does not hold there",
+					g, ob.node, ob.tick, ob.msg.producer, ob.msg.seq, ob.msg.offset)
+				return
+			}
+		}
 	}
 }
 
@@ -223,47 +230,62 @@ func (w *world) checkOffsets(g int, rp *replicated) bool {
 // readAll polls a partition from offset 0 to its end.
 func readAll(p *partition.Partition) ([]message, error) {
 	var out []message
-	var res partition.PollResult
-	var buf []byte
 	for {
-		res.Reset()
-		var code wire.Code
-		buf, code = p.Poll(partition.PollRequest{Strategy: wire.PollFromOffset(uint64(len(out))), Count: 1000, Buf: buf}, &res)
-		if code != 0 {
-			return nil, fmt.Errorf("poll from %d: code %d", len(out), code)
+		msgs, err := readRange(p, uint64(len(out)), 1000)
+		if err != nil {
+			return nil, err
 		}
-		if res.Count == 0 {
+		if len(msgs) == 0 {
 			return out, nil
 		}
-		var rec []byte
-		for _, part := range res.Parts {
-			rec = append(rec, part...)
-		}
-		before := len(out)
-		for len(rec) > 0 {
-			if len(rec) < 40 {
-				return nil, fmt.Errorf("short record of %d bytes", len(rec))
+		for i, m := range msgs {
+			if m.offset != uint64(len(out)) {
+				return nil, fmt.Errorf("poll from %d: message %d at offset %d", len(out)-i, i, m.offset)
 			}
-			v, err := wire.ParseBatch(rec[:binary.LittleEndian.Uint64(rec[32:])])
-			if err != nil {
-				return nil, err
-			}
-			it := v.Frames()
-			for f, ok := it.Next(); ok; f, ok = it.Next() {
-				pl := f.Payload()
-				if len(pl) < 12 {
-					return nil, fmt.Errorf("payload of %d bytes", len(pl))
-				}
-				off := v.BaseOffset() + uint64(f.OffsetDelta())
-				if off < uint64(len(out)) {
-					continue
-				}
-				out = append(out, message{offset: off, producer: binary.LittleEndian.Uint32(pl), seq: binary.LittleEndian.Uint64(pl[4:]), payload: string(pl)})
-			}
-			rec = rec[v.Len():]
-		}
-		if len(out) == before {
-			return nil, fmt.Errorf("poll from %d returned %d messages, none new", before, res.Count)
+			out = append(out, m)
 		}
 	}
+}
+
+// readRange polls up to count messages of a partition from offset from.
+func readRange(p *partition.Partition, from uint64, count uint32) ([]message, error) {
+	var out []message
+	var res partition.PollResult
+	_, code := p.Poll(partition.PollRequest{Strategy: wire.PollFromOffset(from), Count: count}, &res)
+	if code != 0 {
+		return nil, fmt.Errorf("poll from %d: code %d", from, code)
+	}
+	if res.Count == 0 {
+		return nil, nil
+	}
+	var rec []byte
+	for _, part := range res.Parts {
+		rec = append(rec, part...)
+	}
+	for len(rec) > 0 {
+		if len(rec) < 40 {
+			return nil, fmt.Errorf("short record of %d bytes", len(rec))
+		}
+		v, err := wire.ParseBatch(rec[:binary.LittleEndian.Uint64(rec[32:])])
+		if err != nil {
+			return nil, err
+		}
+		it := v.Frames()
+		for f, ok := it.Next(); ok; f, ok = it.Next() {
+			pl := f.Payload()
+			if len(pl) < 12 {
+				return nil, fmt.Errorf("payload of %d bytes", len(pl))
+			}
+			off := v.BaseOffset() + uint64(f.OffsetDelta())
+			if off < from || len(out) >= int(count) {
+				continue
+			}
+			out = append(out, message{offset: off, producer: binary.LittleEndian.Uint32(pl), seq: binary.LittleEndian.Uint64(pl[4:]), payload: string(pl)})
+		}
+		rec = rec[v.Len():]
+	}
+	if len(out) != int(res.Count) {
+		return nil, fmt.Errorf("poll from %d counted %d messages and returned %d", from, res.Count, len(out))
+	}
+	return out, nil
 }

@@ -99,8 +99,15 @@ func (w *world) actClients() {
 		switch {
 		case c.inFlight && w.tick >= c.deadline:
 			w.attemptSend(c) // no answer: the node crashed or the frame was lost
-		case !c.inFlight && w.faults && w.chance(60):
+		case !c.inFlight && w.faults && w.chance(w.sendRate):
 			w.newSend(c)
+		}
+	}
+	if w.faults {
+		for g := 0; g < w.groups; g++ {
+			if w.chance(40) {
+				w.pollSomewhere(g)
+			}
 		}
 	}
 	for _, cm := range w.committers {
@@ -242,5 +249,40 @@ func (w *world) checkLateAck(c *client, x *call) {
 			}
 			return
 		}
+	}
+}
+
+// observation is a message a poll returned during the run: at the end it
+// must be the message the final log holds at that offset (a poll never
+// serves what was not committed, and committed messages never change).
+type observation struct {
+	tick uint64
+	node int
+	msg  message
+}
+
+// pollSomewhere polls partition g on a running node from a random offset
+// up to its end, and records what came back.
+func (w *world) pollSomewhere(g int) {
+	nd := w.target()
+	if nd == nil || !nd.parts[g].g.Usable() {
+		return
+	}
+	p := nd.parts[g].p
+	end := p.NextOffset()
+	if end == 0 {
+		return
+	}
+	from := uint64(w.rng.Intn(int(end)))
+	msgs, err := readRange(p, from, uint32(1+w.rng.Intn(50)))
+	if err != nil {
+		// A read that finds damage stops the group (the node restarts);
+		// nothing was served.
+		w.tracef("p%d g%d poll from %d: %v", nd.id, g, from, err)
+		return
+	}
+	w.res.Polled += len(msgs)
+	for _, m := range msgs {
+		w.observed[g] = append(w.observed[g], observation{tick: w.tick, node: nd.id, msg: m})
 	}
 }

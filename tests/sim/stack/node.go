@@ -105,6 +105,13 @@ func (w *world) boot(id int, disk *vfs.Fault, rejoin bool) (*node, error) {
 		rp, err := n.open(idx, rejoin)
 		if err != nil && (partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt)) {
 			w.res.Faults["quarantine"]++
+			if !w.procs[id].damaged {
+				// Crashes, power losses and failed or torn writes never
+				// destroy what was synced: storage they leave behind must
+				// open (a torn tail is cut, unsynced data is lost).
+				w.fail("p%d g%d: storage damaged after crashes and write failures alone: %v", id, idx, err)
+				return nil, err
+			}
 			w.tracef("p%d g%d storage damaged, rejoining empty: %v", id, idx, err)
 			if rerr := disk.RemoveAll(partitionDir(idx)); rerr != nil {
 				return nil, rerr

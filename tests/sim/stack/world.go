@@ -7,16 +7,16 @@
 // machine — over vfs.Fault disks and a simulated network. Only the
 // sockets, the connection layer and the metadata group are left out.
 //
-// Faults: a lossy, duplicating, reordering, partitionable network; crashes
-// that keep, drop or tear unsynced writes (vfs.Fault.Crash); failed writes
-// while running (the group stops, the node restarts); torn and misdirected
-// writes and bit rot on one faulty node (its storage is detected as damaged
-// and refilled from its peers). Damage stays on that one node: a replica
-// whose journal tail is torn or whose storage is damaged may have lost
-// acknowledged ops, so it is fenced and does not vote until a primary
-// re-anchors it, and a group of three with two such replicas has no quorum
-// (vsr tolerates one; torn writes on healthy nodes made two, seeds 522,
-// 537, 566, 1056, 1139, 1193 of the first long campaign).
+// Faults: a lossy, duplicating, reordering, partitionable network; kills
+// of any node (every write kept) and, when every partition is persisted,
+// power losses of the one faulty node (unsynced writes dropped or torn:
+// vfs.Fault.Crash); failed writes on any node (the group stops, the node
+// restarts); torn and misdirected writes and bit rot on the faulty node
+// (its storage is found damaged, set aside and refilled from its peers).
+// Damage stays on that one node: a replica whose journal tail is torn or
+// whose storage is damaged may have lost acknowledged ops, so it is fenced
+// and does not vote until a primary re-anchors it, and a group of three
+// with two such replicas has no quorum (vsr tolerates one).
 //
 // Checks: every tick, committed op identities agree across replicas; at
 // the end, after healing every fault, every outstanding request completes
@@ -67,6 +67,7 @@ type Result struct {
 	Retried  int // sends acknowledged after more than one attempt
 	Messages int // messages in the final log of every partition
 	Offsets  int // consumer-offset stores acknowledged
+	Polled   int // messages returned by polls during the run
 	Commits  uint64
 	Views    uint32
 	Installs int
@@ -91,6 +92,10 @@ type proc struct {
 	downUntil uint64
 	// rules: the injected write faults in force on its disk.
 	rules []int
+	// damaged: its storage took a fault that destroys synced data (bit
+	// rot, a misdirected write) since it last booted clean; only then
+	// may a boot find its storage damaged.
+	damaged bool
 }
 
 type world struct {
@@ -106,10 +111,16 @@ type world struct {
 	cutEnd     uint64
 	tick       uint64
 	faults     bool
-	res        *Result
-	err        error
-	log        *zap.Logger
+	// sendRate: per thousand, each idle producer's chance to send a tick
+	// (drawn per seed: some runs barely load the groups, others fill
+	// journals past their window so that laggards need state transfer).
+	sendRate int
+	res      *Result
+	err      error
+	log      *zap.Logger
 
+	// observed[g]: what polls returned during the run.
+	observed [][]observation
 	// logs[g][p]: each node's partition log, read when quiescent.
 	logs       [][][]message
 	clients    []*client
@@ -199,8 +210,10 @@ func (w *world) setup() {
 		}
 		w.durability = append(w.durability, d)
 		w.committed = append(w.committed, map[uint64]vsr.Checksum{})
+		w.observed = append(w.observed, nil)
 		w.checked = append(w.checked, make([]uint64, w.n))
 	}
+	w.sendRate = []int{30, 60, 200, 400}[w.rng.Intn(4)]
 	faulty := w.rng.Intn(w.n)
 	w.cut = make([][]bool, w.n)
 	for i := 0; i < w.n; i++ {
@@ -427,8 +440,13 @@ func (w *world) clearCut() {
 	w.cutEnd = 0
 }
 
-// writeFault makes the next writes of a running process fail or (on the
-// faulty process) tear or land at the wrong offset.
+// writeFault makes one of the next writes of a running process fail (any
+// process: nothing lands, the group stops and the node restarts) or, on
+// the faulty process only, tear or land at the wrong offset. A torn write
+// leaves a journal tail that may have been acknowledged, so its replica
+// fences itself until its peers restore its head: like corruption, it
+// counts against the one node whose storage may be faulty, or two fenced
+// or rejoining replicas of three could leave no quorum to recover with.
 func (w *world) writeFault() {
 	p := w.procs[w.rng.Intn(w.n)]
 	if !p.up {
@@ -444,6 +462,7 @@ func (w *world) writeFault() {
 		w.res.Faults["write-tear"]++
 	default:
 		rule.Action = vfs.Misdirect
+		p.damaged = true
 		w.res.Faults["write-misdirect"]++
 	}
 	p.rules = append(p.rules, p.disk.Inject(rule))
@@ -463,6 +482,7 @@ func (w *world) rotSomething() {
 		}
 		name := files[w.rng.Intn(len(files))]
 		if off := p.disk.CorruptRandom(name); off >= 0 {
+			p.damaged = true
 			w.res.Faults["rot"]++
 			w.tracef("p%d rot %s at %d", p.id, name, off)
 		}
