@@ -94,5 +94,7 @@
 // write is one pwrite of the slot's 48+N bytes followed by one fdatasync. A
 // file with no valid slot is treated as absent only if the group's
 // journal is empty too (a crash before the very first write completed);
-// Open refuses a journal with ops but no record naming them.
+// Open refuses a journal with ops but no record naming them
+// (ErrStateLost: damaged storage, which a cluster node sets aside and
+// refills from its peers).
 package consensus
