@@ -164,7 +164,8 @@ func (c *Config) Validate() error {
 	check(c.IdleCheck >= 0, "client config: IdleCheck must be >= 0")
 	if c.Transport == TransportQUIC {
 		q := c.QUIC
-		check(q.InitialMTU >= 1200, "client config: QUIC.InitialMTU must be >= 1200")
+		// quic-go would raise a smaller one and cut a larger one unannounced
+		check(q.InitialMTU >= quicMinMTU && q.InitialMTU <= quicMaxMTU, "client config: QUIC.InitialMTU (initial_mtu) must be %d to %d (quic-go's packet sizes), got %d", quicMinMTU, quicMaxMTU, q.InitialMTU)
 		check(q.ReceiveWindow > 0 && q.KeepAliveInterval >= 0 && q.MaxIdleTimeout >= 0,
 			"client config: QUIC.ReceiveWindow must be > 0 and its timers >= 0")
 	}

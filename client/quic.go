@@ -23,6 +23,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/iggo/iggo/internal/udpgro"
 	"github.com/iggo/iggo/wire"
 )
 
@@ -54,7 +55,9 @@ func DefaultQUICConfig() QUICConfig {
 
 // quicConn is one QUIC connection as a net.Conn (see the file comment).
 type quicConn struct {
-	qc *quic.Conn
+	qc  *quic.Conn
+	tr  *quic.Transport // the connection's own endpoint, closed with it
+	udp *net.UDPConn    // its socket
 
 	mu      sync.Mutex
 	readDL  time.Time
@@ -95,12 +98,32 @@ func dialQUIC(ctx context.Context, addr string, tlsConf *tls.Config, qcfg QUICCo
 		MaxIncomingStreams:             -1,
 		MaxIncomingUniStreams:          -1,
 	}
-	qc, err := quic.DialAddr(ctx, addr, conf, q)
+	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return &quicConn{qc: qc}, nil
+	// A socket of its own per connection, as quic.DialAddr makes, with
+	// coalesced reads (internal/udpgro): large replies come in GSO runs.
+	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4zero})
+	if err != nil {
+		return nil, err
+	}
+	tr := &quic.Transport{Conn: udpgro.Wrap(uc)}
+	qc, err := tr.Dial(ctx, ua, conf, q)
+	if err != nil {
+		_ = tr.Close()
+		_ = uc.Close()
+		return nil, err
+	}
+	return &quicConn{qc: qc, tr: tr, udp: uc}, nil
 }
+
+// The initial packet sizes quic-go sends as asked: QUIC's minimum and the
+// largest its packet buffers hold.
+const (
+	quicMinMTU = 1200
+	quicMaxMTU = 1452
+)
 
 var errQUICProtocol = errors.New("quic: reply stream broke the one-frame rule")
 
@@ -213,7 +236,14 @@ func quicErr(err error) error {
 	return err
 }
 
-func (c *quicConn) Close() error         { return c.qc.CloseWithError(0, "") }
+// Close closes the connection, then its endpoint and socket.
+func (c *quicConn) Close() error {
+	err := c.qc.CloseWithError(0, "")
+	_ = c.tr.Close()
+	_ = c.udp.Close()
+	return err
+}
+
 func (c *quicConn) LocalAddr() net.Addr  { return c.qc.LocalAddr() }
 func (c *quicConn) RemoteAddr() net.Addr { return c.qc.RemoteAddr() }
 

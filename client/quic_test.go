@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,6 +164,15 @@ func TestQUICConnectionString(t *testing.T) {
 	cfg = DefaultConfig()
 	if err := ParseConnectionString("iggy+quic://u:p@h:8080?validate_certificate=false", &cfg); err != nil || cfg.TLS != nil {
 		t.Fatalf("validate_certificate=false: TLS %+v (%v)", cfg.TLS, err)
+	}
+	for _, mtu := range []string{"1199", "1453"} {
+		cfg = DefaultConfig()
+		if err := ParseConnectionString("iggy+quic://u:p@h:8080?initial_mtu="+mtu, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "initial_mtu") {
+			t.Errorf("initial_mtu=%s: %v, want a refusal naming initial_mtu", mtu, err)
+		}
 	}
 	for _, s := range []string{"iggy+tcp://u:p@h:8090?initial_mtu=1400", "iggy+quic://u:p@h:8080?initial_mtu=big"} {
 		cfg = DefaultConfig()

@@ -67,6 +67,7 @@ const (
 	MemoryPoolMin            = 512 * MiB
 	MemoryPoolBucketMin      = 128
 	QUICMinMTU               = 1200
+	QUICMaxMTU               = 1452 // quic-go's largest packet: a larger initial_mtu would be cut to it unannounced
 	HTTPMaxRequestCeiling    = 256 * MiB
 	EvictedRingCapacityMax   = 65536
 	EvictedRingBytesMax      = 256 * MiB
@@ -204,6 +205,9 @@ func (cfg *Config) validateTransports(c *checker) {
 		}
 		if q.InitialMTU < QUICMinMTU {
 			c.fail("quic.initial_mtu", "must be at least %d B (the QUIC minimum), got %s", QUICMinMTU, q.InitialMTU)
+		}
+		if q.InitialMTU > QUICMaxMTU {
+			c.fail("quic.initial_mtu", "must be at most %d B (the largest packet quic-go, which serves QUIC in this build, sends), got %s", QUICMaxMTU, q.InitialMTU)
 		}
 		for key, v := range map[string]ByteSize{"quic.send_window": q.SendWindow, "quic.receive_window": q.ReceiveWindow, "quic.stream_receive_window": q.StreamReceiveWindow} {
 			if v == 0 {

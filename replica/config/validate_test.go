@@ -129,6 +129,7 @@ func TestEveryRuleRefuses(t *testing.T) {
 		{"quic address", func(c *Config) { c.QUIC.Enabled = true; c.QUIC.Address = "x" }, "quic.address", "must be host:port"},
 		{"quic streams", func(c *Config) { c.QUIC.Enabled = true; c.QUIC.MaxConcurrentBidiStreams = 0 }, "quic.max_concurrent_bidi_streams", "at least 1"},
 		{"quic mtu", func(c *Config) { c.QUIC.Enabled = true; c.QUIC.InitialMTU = 1000 }, "quic.initial_mtu", "at least 1200 B"},
+		{"quic mtu above quic-go's", func(c *Config) { c.QUIC.Enabled = true; c.QUIC.InitialMTU = 1453 }, "quic.initial_mtu", "at most 1452 B"},
 		{"quic send window", func(c *Config) { c.QUIC.Enabled = true; c.QUIC.SendWindow = 0 }, "quic.send_window", "greater than zero"},
 		{"quic stream window", func(c *Config) { c.QUIC.Enabled = true; c.QUIC.StreamReceiveWindow = 128 * MiB }, "quic.stream_receive_window", "must not exceed quic.receive_window"},
 		{"quic keepalive", func(c *Config) { c.QUIC.Enabled = true; c.QUIC.KeepAliveInterval = D(time.Minute) }, "quic.keep_alive_interval", "shorter than quic.max_idle_timeout"},
