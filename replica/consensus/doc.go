@@ -98,5 +98,7 @@
 // payload with sequence s+1 into the other slot. A
 // file with no valid slot is treated as absent only if the group's
 // journal is empty too (a crash before the very first write completed);
-// Open refuses a journal with ops but no record naming them.
+// Open refuses a journal with ops but no record naming them
+// (ErrStateLost: damaged storage, which a cluster node sets aside and
+// refills from its peers).
 package consensus

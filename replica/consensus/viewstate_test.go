@@ -2,9 +2,14 @@ package consensus
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
+	"go.uber.org/zap"
+
+	"github.com/iggo/iggo/journal"
 	"github.com/iggo/iggo/shard/vfs"
+	"github.com/iggo/iggo/vsr"
 )
 
 func TestViewStateKeepsTheNewestIntactRecord(t *testing.T) {
@@ -95,4 +100,41 @@ func FuzzViewStateSlot(f *testing.F) {
 			t.Fatalf("accepted seq %d for slot %d", seq, slot&1)
 		}
 	})
+}
+
+// TestLostViewStateIsDamage: a view state whose every slot is damaged over
+// a journal with ops refuses to open with ErrStateLost (damaged storage: a
+// cluster node sets it aside and refills it from its peers), not as an
+// error of another kind.
+func TestLostViewStateIsDamage(t *testing.T) {
+	fsys := vfs.NewFault(21)
+	h := newTestHost(fsys)
+	g, _ := openTestGroup(t, fsys, h, 1)
+	for i := 0; i < 3; i++ {
+		g.Submit(&testWaiter{}, vsr.Request{Operation: testOperation, WallClock: uint64(i + 1), Body: []byte("x")})
+	}
+	h.Drive()
+	g.CloseFiles()
+	// Rot the magic of both slots.
+	f, err := fsys.OpenFile("/g/viewstate", vfs.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for slot := int64(0); slot < 2; slot++ {
+		if _, err := f.WriteAt([]byte("XXXX"), slot*viewStateSlot); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = f.Close()
+	cfg := vsr.DefaultConfig()
+	cfg.Group = testGroup
+	cfg.JournalSlots = 256
+	cfg.CheckpointInterval = 8
+	sm := &logSM{fs: fsys, dir: "/g"}
+	_, err = Open(Spec{ID: testGroup, Name: "test", Dir: "/g", FS: fsys, Config: cfg, SM: sm, Host: newTestHost(fsys),
+		Log: zap.NewNop(), PartOpts: journal.PartitionOptions{Budget: 1 << 20, FileSize: 256 << 10, MaxEntry: 4 << 10},
+		Restore: sm.restore, Incarnation: 2})
+	if !errors.Is(err, ErrStateLost) {
+		t.Fatalf("open over a lost view state: %v, want ErrStateLost", err)
+	}
 }
