@@ -271,7 +271,8 @@
 // not wait for its queued system commands (they need a quorum). A
 // partition whose files are damaged (segment corruption or holes, segments
 // below the checkpointed offset frontier, a bad checkpoint file or
-// superblock) is quarantined the same way and reopened empty as a
+// superblock, a view state with no valid record over a journal with ops)
+// is quarantined the same way and reopened empty as a
 // rejoining replica, which journal repair or state transfer refills; a
 // single node refuses to open it instead, having no other copy.
 //

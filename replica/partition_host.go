@@ -116,7 +116,7 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (p *part, err error) {
 // storageDamaged reports whether a partition failed to open because its
 // files are damaged (rather than, say, a full disk).
 func storageDamaged(err error) bool {
-	return partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt)
+	return partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt) || errors.Is(err, consensus.ErrStateLost)
 }
 
 // partitionConfig is what the node opens the partition of spec with.

@@ -44,7 +44,11 @@ func (w *world) checkAgreement() {
 }
 
 // quiescent: every client request finished and every replica of every
-// group is in normal status with the highest commit applied.
+// group is in normal status with every op any replica holds committed and
+// applied. (Comparing with the highest commit alone ended a run right
+// after a view change whose new primary had not yet committed the ops at
+// its head again: an op committed and acknowledged in the old view was in
+// no node's partition but the old primary's, seed 201420.)
 func (w *world) quiescent() bool {
 	for _, c := range w.clients {
 		if c.inFlight {
@@ -62,12 +66,13 @@ func (w *world) quiescent() bool {
 			if !p.up {
 				return false
 			}
-			top = max(top, p.node.parts[g].g.Replica().Info().CommitMax)
+			inf := p.node.parts[g].g.Replica().Info()
+			top = max(top, inf.CommitMax, inf.Op)
 		}
 		for _, p := range w.procs {
 			rp := p.node.parts[g]
 			inf := rp.g.Replica().Info()
-			if inf.CommitMin != top || inf.Status != "normal" || rp.p.AppliedOp() != top {
+			if inf.CommitMin != top || inf.Op != top || inf.Status != "normal" || rp.p.AppliedOp() != top {
 				return false
 			}
 		}

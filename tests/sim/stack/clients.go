@@ -13,6 +13,7 @@ import (
 type call struct {
 	owner   any    // *client or *committer
 	request uint64 // client: the request number; committer: the value stored
+	node    int    // the node it was submitted to
 	rp      vsr.Reply
 	code    uint32
 }
@@ -156,7 +157,8 @@ func (w *world) attemptSend(c *client) {
 		return
 	}
 	req := partition.SendRequest(c.producer, c.session, c.request, 1, w.clock(), c.body)
-	rp.g.Submit(&call{owner: c, request: c.request}, req)
+	w.tracef("client %d request %d attempt %d to p%d", c.idx, c.request, c.attempts, nd.id)
+	rp.g.Submit(&call{owner: c, request: c.request, node: nd.id}, req)
 }
 
 func (w *world) attemptStore(cm *committer) {
@@ -183,7 +185,7 @@ func (w *world) attemptStore(cm *committer) {
 		return
 	}
 	cm.submitted = true
-	rp.g.Submit(&call{owner: cm, request: cm.value}, req)
+	rp.g.Submit(&call{owner: cm, request: cm.value, node: nd.id}, req)
 }
 
 // answer takes a node's answer to a client request. An answer of an
@@ -214,7 +216,7 @@ func (w *world) answer(x *call) {
 		if o.attempts > 1 {
 			w.res.Retried++
 		}
-		w.tracef("client %d request %d acked at offset %d (attempt %d)", o.idx, o.request, base, o.attempts)
+		w.tracef("client %d request %d acked at offset %d (attempt %d, p%d, op %d)", o.idx, o.request, base, o.attempts, x.node, x.rp.Op)
 	case *committer:
 		if !ok {
 			if o.inFlight && x.request == o.value {

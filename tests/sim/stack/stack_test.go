@@ -19,7 +19,7 @@ var (
 	flagTrace = flag.Bool("simtrace", false, "print every event of a -seed run")
 )
 
-const maxCampaignFailures = 10
+var flagMaxFail = flag.Int("maxfail", 10, "stop the campaign after this many failing seeds")
 
 // TestStack runs a campaign of seeds over the real node stack, or one seed
 // with -seed. The ordinary `go test` runs a short campaign over fixed
@@ -70,7 +70,7 @@ func TestStack(t *testing.T) {
 		if res.Err != nil {
 			failed++
 			t.Errorf("seed %d failed: %v\nreplay: go test ./tests/sim/stack -run 'TestStack$' -seed=%d -v -simtrace", res.Seed, res.Err, res.Seed)
-			if failed >= maxCampaignFailures {
+			if failed >= *flagMaxFail {
 				t.Fatalf("stopping after %d failing seeds", failed)
 			}
 		}
@@ -138,7 +138,14 @@ var regressionSeeds = []struct {
 	{89, "a restarted replica's manifest listed its checkpoint file's trailer checksum, not the file's: no peer could fetch that checkpoint and a replica behind it stayed behind (replica/partition Restore)"},
 	{594, "a primary's reply to a request forwarded by a node's previous boot answered the new boot's request that drew the same token: a send acknowledged at another producer's offset (vsr ForwardReply echoes the origin's incarnation)"},
 	{1226, "a torn superblock write left a checkpoint the view state never named: the group ran on failing every checkpoint, and every restart panicked writing an older checkpoint (replica/consensus WriteCheckpoint)"},
+	{84, "a primary's reply to a request forwarded by a node's previous boot answered the new boot's request that drew the same token: a send acknowledged at offset 4, stored at 9 (vsr ForwardReply echoes the origin's incarnation)"},
+	{584, "the same forward token reuse across a restart: a send acknowledged at offset 10, stored at 12"},
+	{2515, "a checkpoint that failed, retried one op later, reached the superblock but no view state: every restart panicked writing the older checkpoint (replica/consensus WriteCheckpoint)"},
+	{3357, "the final check ran while a new primary still prepared again the suffix the old primary had acknowledged: quiescence waits until nothing is prepared above the commit"},
+	{7032, "the simulated network duplicated a Forward, which the replica plane never does: the primary ran an offset store twice, the second time after a later store (acknowledged 16, stored 15)"},
 	{101535, "bit rot in purge.gen failed the node's boot instead of marking the partition damaged, to be quarantined and refilled from its peers (replica/partition readPurgeGen)"},
+	{202967, "bit rot in the newest view-state slot brought back the previous record (one copy per record): the replica returned to a view it had left and diverged (replica/consensus view state written to both slots)"},
+	{202257, "a failed index write in a checkpoint's segment sync plan failed the segment log but left the group running, failing every later checkpoint and poll (replica/partition writeCheckpointFiles)"},
 }
 
 // TestStackRegressionSeeds replays every regression seed.
