@@ -26,7 +26,9 @@
 // messages: every acknowledged send at the offset its reply named, no
 // message twice (exactly-once sends through the producer table), offsets
 // dense from 0, each producer's messages in its order, identical on every
-// node; and every node holds the acknowledged consumer offsets.
+// node; and every node holds the consumer offset the last committed store
+// left (stores are not idempotent: a late attempt of an older value may
+// commit after a newer one was acknowledged).
 //
 // A failing seed replays exactly:
 //
