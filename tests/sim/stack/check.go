@@ -44,10 +44,11 @@ func (w *world) checkAgreement() {
 }
 
 // quiescent: every client request finished and every replica of every
-// group is in normal status with the highest commit applied and nothing
-// prepared above it (after a view change the new primary prepares the
-// suffix it adopted again: ops the old primary acknowledged are committed
-// only then).
+// group is in normal status with every op any replica holds committed and
+// applied. (Comparing with the highest commit alone ended a run right
+// after a view change whose new primary had not yet committed the ops at
+// its head again: an op committed and acknowledged in the old view was in
+// no node's partition but the old primary's, seed 201420.)
 func (w *world) quiescent() bool {
 	for _, c := range w.clients {
 		if c.inFlight {
@@ -65,7 +66,8 @@ func (w *world) quiescent() bool {
 			if !p.up {
 				return false
 			}
-			top = max(top, p.node.parts[g].g.Replica().Info().CommitMax)
+			inf := p.node.parts[g].g.Replica().Info()
+			top = max(top, inf.CommitMax, inf.Op)
 		}
 		for _, p := range w.procs {
 			rp := p.node.parts[g]
