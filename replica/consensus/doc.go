@@ -30,9 +30,11 @@
 // (StateMachine.SyncAppend, or vsr asking) complete only after the next
 // group commit.
 //
-// A failed journal write or fdatasync, or a replica error, stops the group
-// (Fail): waiting requests are answered CodeUnavailable, new ones are
-// refused, until the node restarts and recovers the group from disk. Drop
+// A failed journal write or fdatasync, a failed state record write (before
+// the Ready's journal operations: they may hold prepares of the view the
+// record names), or a replica error, stops the group (Fail): waiting
+// requests are answered CodeUnavailable, new ones are refused, until the
+// node restarts and recovers the group from disk. Drop
 // answers them with the caller's code and closes the files (a deleted
 // group).
 //
