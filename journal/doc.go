@@ -199,9 +199,11 @@
 // link). A marker ends a file's data only if it belongs to the file's
 // incarnation (file stamp), follows the records found (right after the
 // last one and chaining to it, or naming a later op when damage precedes
-// it) and no record of the incarnation follows it: a marker with such
-// records after it is an older one whose overwriting append was lost, and
-// counts as damage, so those records fall under the recovery rule.
+// it) and neither a record of the incarnation nor a marker of it naming a
+// later op follows it: such a marker is an older one whose overwriting
+// append was lost (or misdirected elsewhere, its intended range keeping the
+// marker), and counts as damage, so what follows falls under the recovery
+// rule (a later marker's promise makes the lost ops faulty, not cut).
 //
 // # Torn tails and the caller
 //

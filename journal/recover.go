@@ -251,6 +251,13 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 			if usable(ch) && ch.op > h.op {
 				return false, nil
 			}
+			// A later marker of this incarnation naming a later op: this
+			// one was overwritten by the append of that op, which a
+			// misdirected write put elsewhere (the intended range kept
+			// this marker); the later marker promises the op was synced.
+			if ch.end && ch.file == jf.first && ch.op > h.op {
+				return false, nil
+			}
 			from = c + 1
 		}
 	}

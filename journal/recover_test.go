@@ -624,3 +624,40 @@ func TestSyncMarker(t *testing.T) {
 		}
 	})
 }
+
+// TestMisdirectedAppendOverMarker: an append that a misdirected write put
+// elsewhere leaves the sync marker it should have overwritten in place.
+// The marker written after that append's sync names the later op: the old
+// marker is no clean end, and the lost (acknowledged) op is reported
+// faulty, not silently forgotten (stack simulator seed 4002090).
+func TestMisdirectedAppendOverMarker(t *testing.T) {
+	opts := PartitionOptions{Budget: 1 << 20, FileSize: 1 << 20, MaxEntry: 4 << 10}
+	file := "/p/" + partitionFileName(1)
+	for _, by := range []int64{4096, -512} {
+		fsys := vfs.NewFault(5)
+		j, _ := openPart(t, fsys, opts)
+		for op := uint64(1); op <= 10; op++ {
+			must(t, j.Append(Bytes(op, content(op, 300, 0))))
+		}
+		must(t, j.Sync()) // writes the marker of op 10
+		fsys.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: file, Count: 1, Action: vfs.Misdirect, MisdirectBy: by})
+		must(t, j.Append(Bytes(11, content(11, 300, 0))))
+		must(t, j.Sync()) // acknowledged; the marker of op 11 lands where it belongs
+		must(t, j.Close())
+
+		j, rep := openPart(t, fsys, opts)
+		if rep.Torn != nil || j.Last() != 11 || len(rep.Faulty) != 1 || rep.Faulty[0].To < 11 {
+			t.Fatalf("misdirected by %d: last %d, %+v; want op 11 kept as faulty", by, j.Last(), rep)
+		}
+		if _, err := j.Read(11); !errors.Is(err, ErrFaulty) {
+			t.Fatalf("misdirected by %d: Read(11): %v, want ErrFaulty", by, err)
+		}
+		for op := rep.Faulty[0].From; op <= 11; op++ {
+			must(t, j.Repair(op, content(op, 300, 0)))
+		}
+		for op := uint64(1); op <= 11; op++ {
+			readOK(t, j, op, content(op, 300, 0))
+		}
+		must(t, j.Close())
+	}
+}
