@@ -121,7 +121,7 @@ func (n *Node) deliverFrame(from uint8, group uint64, m vsr.Message) error {
 		}
 		s = shard.OwningShard(ns, len(n.shards))
 	}
-	return n.rt.Send(s, &task{kind: tkFrame, from: from, msg: m})
+	return n.rt.Send(s, &task{req: &frameReq{from: from, msg: m}})
 }
 
 // sender is how this node signs forwarded frames of group g.
@@ -131,18 +131,18 @@ func (n *Node) sender(group uint64) vsr.Sender {
 }
 
 // onFrame handles a replica-plane frame on the shard owning its group.
-func (sh *shardLoop) onFrame(t *task) {
-	m := t.msg
+func (sh *shardLoop) onFrame(f *frameReq) {
+	m := f.msg
 	g := sh.groups[m.Header.Group()]
 	usable := g != nil && g.Usable()
 	switch m.Header.Command() {
 	case vsr.CmdForward:
 		if !usable {
-			sh.n.sendPlane(t.from, vsr.EncodeForwardReply(sh.n.sender(m.Header.Group()), vsr.ForwardOriginOf(m),
+			sh.n.sendPlane(f.from, vsr.EncodeForwardReply(sh.n.sender(m.Header.Group()), vsr.ForwardOriginOf(m),
 				vsr.Reply{Status: vsr.StatusTransientNotAccepted}, 0))
 			return
 		}
-		sh.serveForward(g, t.from, m)
+		sh.serveForward(g, f.from, m)
 	case vsr.CmdForwardReply:
 		if g != nil {
 			g.ForwardReplied(m)
@@ -167,7 +167,7 @@ func (sh *shardLoop) serveForward(g *consensus.Group, from uint8, m vsr.Message)
 	req := vsr.ForwardedRequest(m)
 	origin := vsr.ForwardOriginOf(m)
 	n := sh.n
-	t := &task{kind: tkForwarded, onDone: func(t *task) {
+	t := &task{then: func(t *task) {
 		rp := vsr.Reply{Op: t.op, Status: t.vstatus, Eviction: t.evict, Body: t.reply}
 		n.sendPlane(from, vsr.EncodeForwardReply(n.sender(g.ID()), origin, rp, t.status))
 		if t.status == 0 && t.vstatus == vsr.StatusOK && g.Usable() {
@@ -198,8 +198,8 @@ func (n *Node) clusterBootstrap() error {
 	}
 	limits := metadata.DefaultLimits()
 	limits.MaxTokensPerUser = uint32(n.cfg.PersonalAccessToken.MaxTokensPerUser)
-	t := &task{kind: tkSystem, cmd: metadata.Bootstrap{RootUsername: user, RootPasswordHash: hash, Limits: limits}}
-	t.onDone = func(t *task) {
+	t := &task{req: &systemReq{cmd: metadata.Bootstrap{RootUsername: user, RootPasswordHash: hash, Limits: limits}}}
+	t.then = func(t *task) {
 		switch {
 		case t.status != 0:
 			n.log.Info("root user not created by this node (another node's proposal committed first)", zap.Stringer("code", wire.Code(t.status)))

@@ -59,7 +59,8 @@ type conn struct {
 	wbuf []byte
 	pbuf []byte
 	iov  net.Buffers
-	t    task
+	t    task         // the one task forwarding every request to a shard
+	reqs connRequests // its request values, one per kind
 
 	mu      sync.Mutex // guards the session fields read by other goroutines
 	bound   bool
@@ -138,8 +139,8 @@ func (c *conn) serve() {
 		if !ok || c.revokedSession.Load() {
 			return
 		}
-		if cap(c.t.buf) > frameBufferKeep {
-			c.t.buf = nil
+		if cap(c.reqs.poll.buf) > frameBufferKeep {
+			c.reqs.poll.buf = nil
 		}
 		if cap(c.ebuf) > frameBufferKeep {
 			c.ebuf = nil
@@ -302,9 +303,10 @@ func errCode(err error) wire.Code {
 // ---------------------------------------------------------------------------
 // Forwarding to shards.
 
-// run sends the connection's task to shard i and waits for the answer.
-// false means the node is stopping (the connection closes).
-func (c *conn) run(i int) bool {
+// run sends the connection's task with request r to shard i and waits for
+// the answer. false means the node is stopping (the connection closes).
+func (c *conn) run(i int, r request) bool {
+	c.t.req = r
 	c.t.resetResult()
 	if err := c.n.rt.Send(i, &c.t); err != nil {
 		if errors.Is(err, shard.ErrStopped) {
@@ -434,9 +436,8 @@ func (c *conn) register(h *wire.RequestHeader, uid uint32, tok *metadata.TokenHa
 	}
 	c.setLoginToken(th, tok != nil)
 	binary.LittleEndian.PutUint32(body5[1:], uid)
-	c.t.kind = tkMeta
-	c.t.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: uid, Body: body5}
-	if !c.run(0) {
+	c.reqs.meta.req = vsr.Request{Client: toVSR(h.Client), Operation: vsr.OperationRegister, User: uid, Body: body5}
+	if !c.run(0, &c.reqs.meta) {
 		return false
 	}
 	if c.t.status != 0 {
@@ -500,8 +501,7 @@ func (c *conn) leaveGroupsOf(client wire.Uint128) {
 	if len(c.n.store.View().Memberships(client)) == 0 {
 		return
 	}
-	c.t.kind = tkSystem
-	c.t.cmd = metadata.DisconnectClient{Client: client}
-	c.run(0)
-	c.t.cmd = nil
+	c.reqs.system.cmd = metadata.DisconnectClient{Client: client}
+	c.run(0, &c.reqs.system)
+	c.reqs.system.cmd = nil
 }

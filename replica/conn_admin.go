@@ -37,10 +37,9 @@ func (c *conn) metadataOp(h *wire.RequestHeader, body []byte) bool {
 	if err != nil {
 		return c.status(h, errCode(err))
 	}
-	c.t.kind = tkMeta
-	c.t.req = vsr.Request{Client: toVSR(h.Client), Session: h.Session, Request: h.Request,
+	c.reqs.meta.req = vsr.Request{Client: toVSR(h.Client), Session: h.Session, Request: h.Request,
 		Operation: uint8(h.Operation), User: uid, Body: pbody}
-	if !c.run(0) {
+	if !c.run(0, &c.reqs.meta) {
 		return false
 	}
 	if c.t.status != 0 {

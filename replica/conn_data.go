@@ -22,6 +22,9 @@ type target struct {
 	shard                    int
 }
 
+// ref names the partition incarnation of a request for it.
+func (tg target) ref() partRef { return partRef{ns: tg.ns, rev: tg.rev} }
+
 func (c *conn) target(st *metadata.Stream, tp *metadata.Topic, pid uint32) (target, wire.Code) {
 	p, ok := tp.Partition(pid)
 	if !ok {
@@ -107,8 +110,8 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 	if !view.Allowed(uid, metadata.ActionSendMessages, st.ID, tp.ID) {
 		return c.status(h, wire.CodeUnauthorized)
 	}
-	c.t.kind, c.t.ns, c.t.rev, c.t.user = tkSend, tg.ns, tg.rev, uid
-	c.t.producer, c.t.pSession, c.t.pRequest = vsr.Checksum{}, 0, 0
+	r := &c.reqs.send
+	*r = sendReq{partRef: tg.ref(), user: uid}
 	if !h.Producer.IsZero() {
 		// The session bounds the producer table's eviction floor: it must
 		// be a metadata op this node has seen (iggo's client uses a login
@@ -117,9 +120,9 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 		if h.ProducerSession > view.LastApplied() {
 			return c.status(h, wire.CodeInvalidSession)
 		}
-		c.t.producer, c.t.pSession, c.t.pRequest = toVSR(h.Producer), h.ProducerSession, h.ProducerRequest
+		r.producer, r.session, r.request = toVSR(h.Producer), h.ProducerSession, h.ProducerRequest
 	}
-	c.t.body, c.t.owned = req.Batch.Bytes(), false
+	r.body = req.Batch.Bytes()
 	if alg := topicAlgorithm(tp.Config.Compression); c.n.atRest.sealed() || alg != codec.None {
 		// Compressed and encrypted once here, before the prepare: the
 		// journal, every replica and the segments hold the same stored
@@ -135,14 +138,14 @@ func (c *conn) send(h *wire.RequestHeader, body []byte) bool {
 			return c.status(h, code)
 		}
 		if changed {
-			c.t.body, c.t.owned = enc, c.n.replicaCount > 1
-			if !c.t.owned {
+			r.body, r.owned = enc, c.n.replicaCount > 1
+			if !r.owned {
 				c.ebuf = enc
 			}
 		}
 	}
-	ok := c.run(tg.shard)
-	c.t.body, c.t.owned = nil, false
+	ok := c.run(tg.shard, r)
+	r.body, r.owned = nil, false
 	if !ok {
 		return false
 	}
@@ -266,8 +269,8 @@ func (c *conn) storeOffset(h *wire.RequestHeader, body []byte) bool {
 	if code != 0 {
 		return c.status(h, code)
 	}
-	c.t.kind, c.t.ns, c.t.rev, c.t.user, c.t.key, c.t.offset = tkStoreOffset, tg.ns, tg.rev, c.user(), key, req.Offset
-	if !c.run(tg.shard) {
+	c.reqs.storeOffset = storeOffsetReq{partRef: tg.ref(), user: c.user(), key: key, offset: req.Offset}
+	if !c.run(tg.shard, &c.reqs.storeOffset) {
 		return false
 	}
 	if code := c.partitionStatus(); code != 0 {
@@ -288,8 +291,8 @@ func (c *conn) deleteOffset(h *wire.RequestHeader, body []byte) bool {
 	if code != 0 {
 		return c.status(h, code)
 	}
-	c.t.kind, c.t.ns, c.t.rev, c.t.user, c.t.key = tkDeleteOffset, tg.ns, tg.rev, c.user(), key
-	if !c.run(tg.shard) {
+	c.reqs.deleteOffset = deleteOffsetReq{partRef: tg.ref(), user: c.user(), key: key}
+	if !c.run(tg.shard, &c.reqs.deleteOffset) {
 		return false
 	}
 	if code := c.partitionStatus(); code != 0 {
@@ -309,8 +312,8 @@ func (c *conn) getOffset(h *wire.RequestHeader, req *wire.GetConsumerOffset) boo
 	if empty {
 		return c.ok(h, nil)
 	}
-	c.t.kind, c.t.ns, c.t.rev, c.t.key = tkGetOffset, tg.ns, tg.rev, key
-	if !c.run(tg.shard) {
+	c.reqs.getOffset = getOffsetReq{partRef: tg.ref(), key: key}
+	if !c.run(tg.shard, &c.reqs.getOffset) {
 		return false
 	}
 	if c.t.status != 0 {
@@ -412,9 +415,9 @@ func (c *conn) pollOnce(h *wire.RequestHeader, req *wire.PollMessages, st *pollS
 		return true, c.status(h, code)
 	}
 	st.tg = tg
-	c.t.kind, c.t.ns, c.t.rev, c.t.user, c.t.key = tkPoll, tg.ns, tg.rev, uid, key
-	c.t.strategy, c.t.count, c.t.auto = req.Strategy, req.Count, req.AutoCommit
-	if !c.run(tg.shard) {
+	r := &c.reqs.poll
+	*r = pollReq{partRef: tg.ref(), user: uid, key: key, strategy: req.Strategy, count: req.Count, auto: req.AutoCommit, buf: r.buf}
+	if !c.run(tg.shard, r) {
 		return true, false
 	}
 	if c.t.status != 0 {
@@ -485,8 +488,8 @@ func (c *conn) deleteSegments(h *wire.RequestHeader, body []byte) bool {
 	if code != 0 {
 		return c.status(h, code)
 	}
-	c.t.kind, c.t.ns, c.t.rev, c.t.count = tkDeleteSegments, tg.ns, tg.rev, req.SegmentsCount
-	if !c.run(tg.shard) {
+	c.reqs.deleteSegments = deleteSegmentsReq{partRef: tg.ref(), user: c.user(), count: req.SegmentsCount}
+	if !c.run(tg.shard, &c.reqs.deleteSegments) {
 		return false
 	}
 	if c.t.status != 0 {

@@ -92,7 +92,7 @@ func (n *Node) startMemberEviction() {
 		return
 	}
 	e := newMemberEvictor(uint8(n.opts.ReplicaID), n.cfg.Cluster.MemberEvictionTimeout.Duration, n.log,
-		func(c metadata.Command) error { return n.rt.Send(0, &task{kind: tkSystem, cmd: c}) })
+		func(c metadata.Command) error { return n.rt.Send(0, &task{req: &systemReq{cmd: c}}) })
 	n.every(evictionPoll(e.timeout), func() {
 		g := n.ci.current()
 		if g == nil {

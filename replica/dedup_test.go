@@ -12,8 +12,8 @@ import (
 // sendAs sends body with a producer identity and returns the task's answer.
 func sendAs(t *testing.T, sh *shardLoop, p *part, producer byte, sess, req uint64, body []byte) *task {
 	t.Helper()
-	tk := &task{kind: tkSend, ns: p.ns, rev: p.revision, body: body,
-		producer: vsr.Checksum{producer}, pSession: sess, pRequest: req}
+	tk := &task{req: &sendReq{partRef: partRef{ns: p.ns, rev: p.revision}, body: body,
+		producer: vsr.Checksum{producer}, session: sess, request: req}}
 	if !run(sh, tk) {
 		t.Fatal("send got no answer")
 	}

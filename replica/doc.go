@@ -86,15 +86,17 @@
 //  2. conn_data.go:conn.send verifies the batch in place
 //     (wire.DecodeSendMessages), applies the at-rest codec (codec.Stack),
 //     resolves the partition (conn_data.go:conn.target) and fills the
-//     connection's one reusable task (kind tkSend: body, producer
-//     identity); conn.go:conn.run hands it to the owning shard's inbox
-//     (shard.Runtime.Send) and waits on the task's done channel.
+//     connection's preallocated sendReq (task.go: partition incarnation,
+//     user, body, producer identity); conn.go:conn.run points the
+//     connection's one reusable task at it, hands the task to the owning
+//     shard's inbox (shard.Runtime.Send) and waits on its done channel.
 //  3. shard.go:shardLoop.Handle takes the iteration's tasks;
-//     shard.go:shardLoop.dispatch finds the partition; partition_host.go:
-//     part.handle turns the task into partition.SendRequest (a vsr.Request
-//     with the producer identity) and consensus.Group.Submit (group.go)
-//     registers the task as the request's Waiter and submits it to the
-//     vsr.Replica.
+//     shard.go:shardLoop.dispatch switches on the request's type, finds
+//     the partition (shard.go:shardLoop.partitionFor) and calls
+//     partition_host.go:part.send(task, sendReq), which turns the request
+//     into partition.SendRequest (a vsr.Request with the producer
+//     identity); consensus.Group.Submit (group.go) registers the task as
+//     the request's Waiter and submits it to the vsr.Replica.
 //  4. shard.go:shardLoop.settle runs consensus.Driver.Drive (driver.go):
 //     Group.runReadies → ready.go:Group.process, per Ready part:
 //     writeState (view state), runJournal / journalRun.flush (one vectored
@@ -112,10 +114,11 @@
 //     (Partition.stageAppend → segment.Log.StageAppend, one submission,
 //     finishAppend), publishing the new offsets to polls.
 //  7. The replica's Reply reaches consensus.Group.complete (group.go),
-//     which records it on the task (task.SetReply) and calls
-//     shard.go:shardLoop.Deliver; settle signals the task's done channel
-//     after the iteration's writes, and conn_data.go:conn.send writes the
-//     reply (base offset) to the socket.
+//     which records it in the task's result (task.go:task.SetReply) and
+//     calls shard.go:shardLoop.Deliver → shardLoop.complete; after the
+//     iteration's writes settle finishes it (task.go:task.finish, which
+//     signals the connection's done channel), and conn_data.go:conn.send
+//     writes the reply (base offset) to the socket.
 //
 // In a cluster, step 3 on a backup forwards the request to the primary
 // (consensus/forward.go: Group.forward, vsr Forward frame over
@@ -268,7 +271,8 @@
 // not wait for its queued system commands (they need a quorum). A
 // partition whose files are damaged (segment corruption or holes, segments
 // below the checkpointed offset frontier, a bad checkpoint file or
-// superblock) is quarantined the same way and reopened empty as a
+// superblock, a view state with no valid record over a journal with ops)
+// is quarantined the same way and reopened empty as a
 // rejoining replica, which journal repair or state transfer refills; a
 // single node refuses to open it instead, having no other copy.
 //

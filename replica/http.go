@@ -80,8 +80,8 @@ func (b httpBackend) TokenRevoked(id [16]byte) bool {
 // node applied it.
 func (b httpBackend) RevokeToken(ctx context.Context, id [16]byte, expiry uint64) error {
 	done := make(chan uint32, 1)
-	t := &task{kind: tkSystem, cmd: metadata.RevokeAccessToken{ID: id, Expiry: expiry}}
-	t.onDone = func(t *task) { done <- t.status }
+	t := &task{req: &systemReq{cmd: metadata.RevokeAccessToken{ID: id, Expiry: expiry}}}
+	t.then = func(t *task) { done <- t.status }
 	if err := b.n.rt.Send(0, t); err != nil {
 		return wire.NewError(wire.CodeTransientNotAccepted)
 	}

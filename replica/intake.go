@@ -113,7 +113,7 @@ func (n *Node) serveClient(transport string, nc net.Conn) {
 		k = n.handoff.Next()
 	}
 	cn := newConn(n, k, nc, transport, ticket)
-	if err := n.rt.Send(k, &task{kind: tkConn, conn: cn}); err != nil {
+	if err := n.rt.Send(k, &task{req: &adoptConnReq{conn: cn}}); err != nil {
 		// A full inbox refuses the hand-off; the client reconnects.
 		n.log.Warn("connection refused: shard inbox full", zap.Int("shard", k), zap.Error(err))
 		cn.abort()

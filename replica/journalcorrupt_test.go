@@ -50,7 +50,7 @@ func TestSoloJournalCorruptionRefused(t *testing.T) {
 	const sends = 10
 	var tasks []*task
 	for i := 0; i < sends; i++ {
-		tk := &task{kind: tkSend, ns: p.ns, rev: p.revision, body: testBatch(t, uint64(i*10), 10, 100), done: make(chan struct{}, 1)}
+		tk := &task{req: &sendReq{partRef: partRef{ns: p.ns, rev: p.revision}, body: testBatch(t, uint64(i*10), 10, 100)}, done: make(chan struct{}, 1)}
 		tasks = append(tasks, tk)
 		sh.dispatch(tk)
 	}

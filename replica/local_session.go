@@ -250,8 +250,8 @@ func (s *LocalSession) exchange(ctx context.Context, c *conn, h *wire.RequestHea
 	if cp := capOf(c); cap(cp.buf) > localBufferKeep {
 		cp.buf = nil
 	}
-	if cap(c.t.buf) > localBufferKeep {
-		c.t.buf = nil
+	if cap(c.reqs.poll.buf) > localBufferKeep {
+		c.reqs.poll.buf = nil
 	}
 	if cap(c.pbuf) > localBufferKeep {
 		c.pbuf = nil

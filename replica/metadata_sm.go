@@ -64,6 +64,7 @@ type metaSM struct {
 	sysBusy    bool
 	sysRetry   bool // a refused system request waits for the next tick
 	sysTask    task
+	sysReq     metaReq // sysTask's request
 	// bootEvicted: the restart's EvictNodeMembers was queued (consumer_group_evict.go).
 	bootEvicted bool
 
@@ -236,9 +237,9 @@ func (m *metaSM) restore(op uint64) (*vsr.Manifest, []byte, error) {
 }
 
 // submitClient hands a client's metadata request to the replica.
-func (m *metaSM) submitClient(t *task) {
-	t.req.WallClock = nowMicros()
-	m.g.Submit(t, t.req)
+func (m *metaSM) submitClient(t *task, r *metaReq) {
+	r.req.WallClock = nowMicros()
+	m.g.Submit(t, r.req)
 }
 
 // sysItem is a queued system command and, optionally, the task to answer
@@ -262,7 +263,7 @@ func (m *metaSM) finishSystem(code uint32) {
 	m.sysQueue = m.sysQueue[1:]
 	if it.waiter != nil {
 		it.waiter.status = code
-		m.sh.deliverTask(it.waiter)
+		m.sh.complete(it.waiter)
 	}
 }
 
@@ -270,11 +271,11 @@ func (m *metaSM) pumpSystem() {
 	if m.sysBusy || m.sysRetry || (len(m.sysQueue) == 0 && m.sysSession != 0) {
 		return
 	}
-	t := &m.sysTask
-	*t = task{kind: tkMeta, onDone: m.systemDone}
+	t, r := &m.sysTask, &m.sysReq
+	*t = task{req: r, then: m.systemDone}
 	if m.sysSession == 0 {
 		body := []byte{registerSystem, 0, 0, 0, 0}
-		t.req = vsr.Request{Client: m.n.systemClient(), Operation: vsr.OperationRegister, Body: body, WallClock: nowMicros()}
+		r.req = vsr.Request{Client: m.n.systemClient(), Operation: vsr.OperationRegister, Body: body, WallClock: nowMicros()}
 	} else {
 		c := m.sysQueue[0].cmd
 		body, err := metadata.EncodeOp(metadata.Meta{System: true}, c)
@@ -282,30 +283,31 @@ func (m *metaSM) pumpSystem() {
 			panic(fmt.Sprintf("replica: encoding system command %T: %v", c, err))
 		}
 		m.sysRequest++
-		t.req = vsr.Request{Client: m.n.systemClient(), Session: m.sysSession, Request: m.sysRequest,
+		r.req = vsr.Request{Client: m.n.systemClient(), Session: m.sysSession, Request: m.sysRequest,
 			Operation: uint8(metadata.OperationOf(c)), Body: body, WallClock: nowMicros()}
 	}
 	m.sysBusy = true
-	m.g.Submit(t, t.req)
+	m.g.Submit(t, r.req)
 }
 
 func (m *metaSM) systemDone(t *task) {
 	m.sysBusy = false
+	op := m.sysReq.req.Operation
 	switch {
 	case t.status != 0:
 		m.n.log.Error("system command refused", zap.Stringer("status", wire.Code(t.status)))
-		if len(m.sysQueue) > 0 && t.req.Operation != vsr.OperationRegister {
+		if len(m.sysQueue) > 0 && op != vsr.OperationRegister {
 			m.finishSystem(t.status)
 		}
 	case t.vstatus == vsr.StatusEvicted:
 		m.sysSession = 0 // evicted from a full session table: register again
 	case t.vstatus == vsr.StatusTransientNotAccepted || t.vstatus == vsr.StatusTransientNotCommitted:
-		if t.req.Operation != vsr.OperationRegister {
+		if op != vsr.OperationRegister {
 			m.sysRequest-- // not applied: the retry reuses the number
 		}
 		m.sysRetry = true
 		return
-	case t.req.Operation == vsr.OperationRegister:
+	case op == vsr.OperationRegister:
 		m.sysSession, m.sysRequest = t.op, 0
 	default:
 		code := replyCode(t.reply)

@@ -853,19 +853,19 @@ func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metad
 				continue
 			}
 			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
-			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartOpen, ns: ns,
+			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{req: &openPartitionReq{
 				spec: partitionSpec{stream: e.Stream, topic: e.Topic, id: e.Partition, revision: e.Revision, config: tp.Config,
-					rejoin: n.rejoining(op)}})
+					rejoin: n.rejoining(op)}}})
 		case metadata.EffectPartitionDeleted:
 			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
-			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartDelete, ns: ns, rev: e.Revision})
+			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{req: &deletePartitionReq{partRef{ns: ns, rev: e.Revision}}})
 		case metadata.EffectPartitionPurged:
 			ns := shard.MustNamespace(e.Stream, e.Topic, e.Partition)
 			rev := e.Revision
 			if rev == 0 {
 				rev = partitionRevision(view, e.Stream, e.Topic, e.Partition)
 			}
-			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartPurge, ns: ns, rev: rev, gen: e.Generation})
+			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{req: &purgePartitionReq{partRef: partRef{ns: ns, rev: rev}, gen: e.Generation}})
 		case metadata.EffectGroupDeleted:
 			st := view.Stream(e.Stream)
 			if st == nil {
@@ -877,7 +877,7 @@ func (n *Node) applyEffects(sh *shardLoop, view *metadata.State, effects []metad
 			}
 			for _, p := range tp.Partitions {
 				ns := shard.MustNamespace(e.Stream, e.Topic, p.ID)
-				sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkGroupDeleted, ns: ns, rev: p.Revision, group: e.Group})
+				sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{req: &groupDeletedReq{partRef: partRef{ns: ns, rev: p.Revision}, group: e.Group}})
 			}
 		case metadata.EffectUserDeleted, metadata.EffectUserDeactivated:
 			n.clients.endUserSessions(e.User)
@@ -927,7 +927,7 @@ func (n *Node) startBackground() {
 	if mc.CleanerEnabled && mc.Interval.Duration > 0 {
 		n.every(mc.Interval.Duration, func() {
 			for i := range n.shards {
-				if err := n.rt.Send(i, &task{kind: tkClean}); err != nil {
+				if err := n.rt.Send(i, &task{req: &cleanReq{}}); err != nil {
 					n.log.Warn("retention pass skipped: shard inbox full", zap.Int("shard", i))
 				}
 			}
@@ -939,7 +939,7 @@ func (n *Node) startBackground() {
 			if len(n.store.View().ExpiredTokens(nowMicros())) == 0 {
 				return
 			}
-			if err := n.rt.Send(0, &task{kind: tkSystem, cmd: metadata.DeleteExpiredTokens{}}); err != nil {
+			if err := n.rt.Send(0, &task{req: &systemReq{cmd: metadata.DeleteExpiredTokens{}}}); err != nil {
 				n.log.Warn("token expiry skipped: shard 0 inbox full")
 			}
 		})
@@ -968,7 +968,7 @@ func (n *Node) submitSystem(c metadata.Command) {
 	if n.stopping.Load() {
 		return
 	}
-	if err := n.rt.Send(0, &task{kind: tkSystem, cmd: c}); err != nil {
+	if err := n.rt.Send(0, &task{req: &systemReq{cmd: c}}); err != nil {
 		n.log.Warn("system command not queued", zap.String("command", fmt.Sprintf("%T", c)), zap.Error(err))
 	}
 }

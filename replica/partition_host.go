@@ -116,7 +116,7 @@ func (sh *shardLoop) openPartition(spec partitionSpec) (p *part, err error) {
 // storageDamaged reports whether a partition failed to open because its
 // files are damaged (rather than, say, a full disk).
 func storageDamaged(err error) bool {
-	return partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt)
+	return partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt) || errors.Is(err, consensus.ErrStateLost)
 }
 
 // partitionConfig is what the node opens the partition of spec with.
@@ -177,7 +177,7 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*part, error) {
 
 // Propose implements partition.Host.
 func (p *part) Propose(req vsr.Request, done func(partition.Outcome)) {
-	p.g.Submit(&task{kind: tkPartOp, onDone: func(d *task) {
+	p.g.Submit(&task{then: func(d *task) {
 		done(partition.Outcome{Status: d.status, VStatus: d.vstatus, Reply: d.reply})
 	}}, req)
 }
@@ -216,72 +216,80 @@ func (p *part) Installed() {
 	p.sh.n.metrics.StateTransfer(metrics.Partition)
 }
 
-// handle turns a partition request into the partition's typed call and
-// fills the task's result.
-func (p *part) handle(t *task) {
-	switch t.kind {
-	case tkSend:
-		body := t.body
-		if p.Cluster() && !t.owned {
-			// The body outlives the reply (the replica retransmits it, the
-			// plane's queues reference it): it cannot alias the
-			// connection's buffers.
-			body = bytes.Clone(body)
-		}
-		p.g.Submit(t, partition.SendRequest(t.producer, t.pSession, t.pRequest, t.user, nowMicros(), body))
-	case tkStoreOffset:
-		req, code := p.StoreOffsetRequest(t.key, t.offset, t.user, nowMicros())
-		p.submitOrFail(t, req, code)
-	case tkDeleteOffset:
-		req, code := p.DeleteOffsetRequest(t.key, t.user, nowMicros())
-		p.submitOrFail(t, req, code)
-	case tkGetOffset:
-		p.GetOffset(t.key, &t.poll)
-		p.sh.deliverTask(t)
-	case tkPoll:
-		p.handlePoll(t)
-	case tkDeleteSegments:
-		if p.Cluster() {
-			p.g.Submit(t, p.DeleteSegmentsRequest(int(t.count), t.user, nowMicros()))
-			return
-		}
-		if err := p.DeleteOldest(int(t.count)); err != nil {
-			t.failStatus(uint32(wire.CodeError))
-		}
-		p.sh.deliverTask(t)
-	default:
-		panic(fmt.Sprintf("replica: partition task of kind %d", t.kind))
+// The partition's client requests: each turns into the partition's typed
+// call and fills the task's result.
+
+// send proposes a batch.
+func (p *part) send(t *task, r *sendReq) {
+	body := r.body
+	if p.Cluster() && !r.owned {
+		// The body outlives the reply (the replica retransmits it, the
+		// plane's queues reference it): it cannot alias the
+		// connection's buffers.
+		body = bytes.Clone(body)
 	}
+	p.g.Submit(t, partition.SendRequest(r.producer, r.session, r.request, r.user, nowMicros(), body))
+}
+
+// storeOffset proposes a consumer offset.
+func (p *part) storeOffset(t *task, r *storeOffsetReq) {
+	req, code := p.StoreOffsetRequest(r.key, r.offset, r.user, nowMicros())
+	p.submitOrFail(t, req, code)
+}
+
+// deleteOffset proposes a consumer offset's deletion.
+func (p *part) deleteOffset(t *task, r *deleteOffsetReq) {
+	req, code := p.DeleteOffsetRequest(r.key, r.user, nowMicros())
+	p.submitOrFail(t, req, code)
+}
+
+// getOffset reads a consumer offset.
+func (p *part) getOffset(t *task, r *getOffsetReq) {
+	p.GetOffset(r.key, &t.poll)
+	p.sh.complete(t)
+}
+
+// deleteSegments deletes the oldest sealed segments: a replicated op in a
+// cluster, directly on a single node.
+func (p *part) deleteSegments(t *task, r *deleteSegmentsReq) {
+	if p.Cluster() {
+		p.g.Submit(t, p.DeleteSegmentsRequest(int(r.count), r.user, nowMicros()))
+		return
+	}
+	if err := p.DeleteOldest(int(r.count)); err != nil {
+		t.fail(uint32(wire.CodeError))
+	}
+	p.sh.complete(t)
 }
 
 func (p *part) submitOrFail(t *task, req vsr.Request, code wire.Code) {
 	if code != 0 {
-		t.failStatus(uint32(code))
-		p.sh.deliverTask(t)
+		t.fail(uint32(code))
+		p.sh.complete(t)
 		return
 	}
 	p.g.Submit(t, req)
 }
 
-// handlePoll polls and, for an auto-committing poll that returned
-// messages, submits the offset store before the answer.
-func (p *part) handlePoll(t *task) {
-	buf, code := p.Poll(partition.PollRequest{Strategy: t.strategy, Count: t.count, Key: t.key, Buf: t.buf}, &t.poll)
-	t.buf = buf
+// poll polls and, for an auto-committing poll that returned messages,
+// submits the offset store before the answer.
+func (p *part) poll(t *task, r *pollReq) {
+	buf, code := p.Poll(partition.PollRequest{Strategy: r.strategy, Count: r.count, Key: r.key, Buf: r.buf}, &t.poll)
+	r.buf = buf
 	if code != 0 {
-		t.failStatus(uint32(code))
+		t.fail(uint32(code))
 	}
-	if t.status == 0 && t.auto && t.poll.Count > 0 {
-		req, store, code := p.AutoCommitRequest(t.key, t.poll.LastOffset, t.user, nowMicros())
+	if t.status == 0 && r.auto && t.poll.Count > 0 {
+		req, store, code := p.AutoCommitRequest(r.key, t.poll.LastOffset, r.user, nowMicros())
 		if code != 0 {
-			t.failStatus(uint32(code))
+			t.fail(uint32(code))
 		}
 		if store {
 			p.g.Submit(t, req)
 			return
 		}
 	}
-	p.sh.deliverTask(t)
+	p.sh.complete(t)
 }
 
 // submitPurge proposes the partition's purge to generation gen.

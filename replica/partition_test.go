@@ -80,7 +80,7 @@ func run(sh *shardLoop, tk *task) bool {
 }
 
 func send(t tb, sh *shardLoop, p *part, body []byte) (uint64, bool) {
-	tk := &task{kind: tkSend, ns: p.ns, rev: p.revision, body: body}
+	tk := &task{req: &sendReq{partRef: partRef{ns: p.ns, rev: p.revision}, body: body}}
 	if !run(sh, tk) {
 		t.Fatal("send got no answer")
 	}
@@ -95,7 +95,7 @@ func send(t tb, sh *shardLoop, p *part, body []byte) (uint64, bool) {
 func readAll(t tb, sh *shardLoop, p *part) []uint64 {
 	var out []uint64
 	for {
-		tk := &task{kind: tkPoll, ns: p.ns, rev: p.revision, strategy: wire.PollFromOffset(uint64(len(out))), count: 1000}
+		tk := &task{req: &pollReq{partRef: partRef{ns: p.ns, rev: p.revision}, strategy: wire.PollFromOffset(uint64(len(out))), count: 1000}}
 		if !run(sh, tk) || tk.status != 0 {
 			t.Fatalf("poll failed: status %d", tk.status)
 		}
@@ -192,7 +192,7 @@ func TestPartitionDurabilityModel(t *testing.T) {
 					case op <= 3 && p.NextOffset() > 0:
 						id := uint32(rapid.IntRange(0, 3).Draw(rt, "consumer"))
 						v := rapid.Uint64Range(0, p.NextOffset()-1).Draw(rt, "offset")
-						tk := &task{kind: tkStoreOffset, ns: p.ns, rev: p.revision, key: offsetKey{Kind: 1, ID: id}, offset: v}
+						tk := &task{req: &storeOffsetReq{partRef: partRef{ns: p.ns, rev: p.revision}, key: offsetKey{Kind: 1, ID: id}, offset: v}}
 						if !run(sh, tk) {
 							rt.Fatal("store offset got no answer")
 						}

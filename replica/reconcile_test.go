@@ -47,12 +47,13 @@ func TestFreshReconcileRejoinsEveryPartition(t *testing.T) {
 	n.reconcilePartitions(sh, st)
 	opened := 0
 	for _, o := range sh.outbox[1:] {
-		if o.t.kind != tkPartOpen {
+		r, ok := o.t.req.(*openPartitionReq)
+		if !ok {
 			continue
 		}
 		opened++
-		if !o.t.spec.rejoin {
-			t.Errorf("partition %d of the installed checkpoint opens without rejoin on a fresh node", o.t.spec.id)
+		if !r.spec.rejoin {
+			t.Errorf("partition %d of the installed checkpoint opens without rejoin on a fresh node", r.spec.id)
 		}
 	}
 	if opened != 3 {

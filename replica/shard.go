@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggo/iggo/replica/consensus"
-	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/replica/partition"
 	"github.com/iggo/iggo/shard"
@@ -16,99 +15,10 @@ import (
 	"github.com/iggo/iggo/wire"
 )
 
-// taskKind says what a task asks of a shard.
-type taskKind uint8
-
-const (
-	tkConn           taskKind = iota + 1 // adopt a handed-off connection
-	tkMeta                               // a metadata request for the metadata group (shard 0)
-	tkSystem                             // queue a system command (shard 0)
-	tkSend                               // partition: send messages
-	tkStoreOffset                        // partition: store a consumer offset
-	tkDeleteOffset                       // partition: delete a consumer offset
-	tkPoll                               // partition: poll messages
-	tkGetOffset                          // partition: read a consumer offset
-	tkDeleteSegments                     // partition: delete the oldest sealed segments
-	tkPartOpen                           // effect: create or open a partition
-	tkPartDelete                         // effect: delete a partition
-	tkPartPurge                          // effect: purge a partition
-	tkGroupDeleted                       // effect: drop a deleted group's offsets
-	tkClean                              // retention pass over this shard's partitions
-	tkFrame                              // a replica-plane frame for a group of this shard
-	tkForwarded                          // a request a backup forwarded (internal, onDone)
-	tkPartOp                             // an internal partition op (partition.Host.Propose, onDone)
-)
-
 // wireCodeUnavailable answers requests to a group that stopped after a
 // storage failure: retryable for the client, which may reach a restarted
 // node.
 const wireCodeUnavailable = consensus.CodeUnavailable
-
-// task is one unit of work for a shard loop. A connection owns one task and
-// reuses it for every request it forwards (it waits for the answer before
-// reading the next frame); the shard fills the result fields and signals
-// done. Internal tasks use onDone instead, run on the shard goroutine.
-type task struct {
-	kind taskKind
-	ns   shard.Namespace
-	rev  uint64
-	user uint32
-
-	// Send: the verified batch in its stored form (aliases the
-	// connection's read buffer or its encoding buffer, unless owned: a
-	// fresh allocation nothing else references).
-	body  []byte
-	owned bool
-	// Send: the producer identity (zero client: none, at-least-once),
-	// the key of the partition's producer table.
-	producer vsr.Checksum
-	pSession uint64
-	pRequest uint64
-	// Metadata: the request for the metadata replica.
-	req vsr.Request
-	// Offsets and polls.
-	key      offsetKey
-	offset   uint64
-	strategy wire.PollingStrategy
-	count    uint32
-	auto     bool
-	buf      []byte
-	// Effects.
-	spec  partitionSpec
-	gen   uint64
-	group uint32
-	cmd   metadata.Command
-	conn  *conn
-	// Replica-plane frames.
-	from uint8
-	msg  vsr.Message
-
-	// Results.
-	status  uint32 // non-zero: an Iggy code for the reply's status field
-	vstatus vsr.Status
-	evict   vsr.EvictionReason
-	op      uint64
-	reply   []byte
-	poll    pollResult
-
-	done   chan struct{}
-	onDone func(*task)
-}
-
-func (t *task) failStatus(code uint32) { t.status = code }
-
-// SetCode implements consensus.Waiter.
-func (t *task) SetCode(code uint32) { t.status = code }
-
-// SetReply implements consensus.Waiter.
-func (t *task) SetReply(rp vsr.Reply) {
-	t.vstatus, t.evict, t.op, t.reply = rp.Status, rp.Eviction, rp.Op, rp.Body
-}
-
-func (t *task) resetResult() {
-	t.status, t.vstatus, t.evict, t.op, t.reply = 0, 0, 0, 0, nil
-	t.poll.Reset()
-}
 
 // shardLoop is one shard's handler: the consensus groups it owns (the
 // metadata group on shard 0, the partitions whose namespace hashes to it),
@@ -125,12 +35,15 @@ type shardLoop struct {
 
 	drv *consensus.Driver
 	// pipe is the segment write pipeline of this shard's partitions.
-	pipe      *partition.Pipeline
-	batch     vfs.Batch
-	deliver   []*task
-	callbacks []*task
-	outbox    []outTask
-	stamps    stampPool
+	pipe  *partition.Pipeline
+	batch vfs.Batch
+	// The tasks that finished this iteration (complete): internal ones
+	// are finished between passes (their callbacks may submit more), the
+	// connections' after the storage work.
+	internal []*task
+	conns    []*task
+	outbox   []outTask
+	stamps   stampPool
 
 	// ticks counts consensus ticks; pending holds the partitions waiting
 	// to be opened again (pending.go).
@@ -171,23 +84,16 @@ func (sh *shardLoop) Handle(it *shard.Iteration[*task]) {
 // closed.
 func (sh *shardLoop) Close(left shard.Leftover[*task]) {
 	for _, t := range left.Messages {
-		if t.kind == tkConn {
-			t.conn.abort()
+		if r, ok := t.req.(*adoptConnReq); ok {
+			r.conn.abort()
 			continue
 		}
-		t.failStatus(wireCodeUnavailable)
-		sh.deliverTask(t)
+		t.fail(wireCodeUnavailable)
+		sh.complete(t)
 	}
-	for _, t := range sh.callbacks {
-		t.onDone = nil
-	}
-	sh.callbacks = nil
-	for _, t := range sh.deliver {
-		if t.done != nil {
-			t.done <- struct{}{}
-		}
-	}
-	sh.deliver = nil
+	// Internal callbacks are dropped: nothing runs on a closing shard.
+	sh.internal = nil
+	sh.wakeConns()
 	sh.closeAll()
 }
 
@@ -203,12 +109,7 @@ func (sh *shardLoop) closeAll() {
 	}
 	sh.parts = map[shard.Namespace]*part{}
 	sh.groups = map[uint64]*consensus.Group{}
-	for _, t := range sh.deliver {
-		if t.done != nil {
-			t.done <- struct{}{}
-		}
-	}
-	sh.deliver = nil
+	sh.wakeConns()
 }
 
 // Pending implements shard.PendingReporter for the shutdown drain.
@@ -236,39 +137,44 @@ func (sh *shardLoop) Send(g *consensus.Group, e vsr.Envelope) { sh.n.transport.S
 func (sh *shardLoop) SendPeer(to uint8, m vsr.Message) error { return sh.n.plane.Send(to, m) }
 
 // Deliver implements consensus.Host: w is always a task.
-func (sh *shardLoop) Deliver(w consensus.Waiter) { sh.deliverTask(w.(*task)) }
+func (sh *shardLoop) Deliver(w consensus.Waiter) { sh.complete(w.(*task)) }
 
-// deliverTask records a finished task; answers go out after the iteration's
-// storage work (a send's reply must not release the connection's buffer
-// while a segment write still references it).
-func (sh *shardLoop) deliverTask(t *task) {
-	if t.onDone != nil {
-		sh.callbacks = append(sh.callbacks, t)
+// complete records a finished task; it is finished (task.finish) after the
+// iteration's storage work: a send's reply must not release the
+// connection's buffer while a segment write still references it, and an
+// internal callback may submit more work for the next pass.
+func (sh *shardLoop) complete(t *task) {
+	if t.internal() {
+		sh.internal = append(sh.internal, t)
 		return
 	}
-	sh.deliver = append(sh.deliver, t)
+	sh.conns = append(sh.conns, t)
 }
 
-// settle drives the groups until nothing more happens, runs internal
-// callbacks (which may submit more), then answers the connections.
+// settle drives the groups until nothing more happens, finishes the
+// internal tasks (which may submit more), then the connections' tasks.
 func (sh *shardLoop) settle() {
 	for {
 		sh.drive()
-		if len(sh.callbacks) == 0 {
+		if len(sh.internal) == 0 {
 			break
 		}
-		cbs := sh.callbacks
-		sh.callbacks = nil
-		for _, t := range cbs {
-			f := t.onDone
-			f(t)
+		done := sh.internal
+		sh.internal = nil
+		for _, t := range done {
+			t.finish()
 		}
 	}
-	for i, t := range sh.deliver {
-		t.done <- struct{}{}
-		sh.deliver[i] = nil
+	sh.wakeConns()
+}
+
+// wakeConns finishes the connections' tasks.
+func (sh *shardLoop) wakeConns() {
+	for i, t := range sh.conns {
+		t.finish()
+		sh.conns[i] = nil
 	}
-	sh.deliver = sh.deliver[:0]
+	sh.conns = sh.conns[:0]
 }
 
 // drive runs every dirty group's Ready until all are quiet, with one group
@@ -348,96 +254,143 @@ func (sh *shardLoop) flushOutbox() {
 	sh.outbox = nil
 }
 
-// dispatch handles one task.
+// dispatch hands a task's request to its handler.
 func (sh *shardLoop) dispatch(t *task) {
-	switch t.kind {
-	case tkConn:
-		go t.conn.serve()
-	case tkMeta:
+	switch r := t.req.(type) {
+	case *adoptConnReq:
+		go r.conn.serve()
+	case *metaReq:
 		if sh.meta == nil {
 			panic(fmt.Sprintf("replica: metadata request on shard %d", sh.id))
 		}
-		sh.meta.submitClient(t)
-	case tkFrame:
-		sh.onFrame(t)
-	case tkSystem:
+		sh.meta.submitClient(t, r)
+	case *frameReq:
+		sh.onFrame(r)
+	case *systemReq:
 		var waiter *task
-		if t.done != nil || t.onDone != nil {
+		if t.waited() {
 			waiter = t
 		}
-		sh.meta.enqueueSystem(t.cmd, waiter)
-	case tkSend, tkStoreOffset, tkDeleteOffset, tkPoll, tkGetOffset, tkDeleteSegments:
-		p := sh.parts[t.ns]
-		if p == nil || p.revision != t.rev {
-			code := uint32(wire.CodePartitionNotFound)
-			if p == nil && sh.pendingFor(t.ns, t.rev) {
-				code = wireCodeUnavailable // the shard retries opening it
-			}
-			t.failStatus(code)
-			sh.deliverTask(t)
-			return
+		sh.meta.enqueueSystem(r.cmd, waiter)
+	case *sendReq:
+		if p := sh.partitionFor(t, r.partRef); p != nil {
+			p.send(t, r)
 		}
-		if p.g.Failed() != nil {
-			t.failStatus(wireCodeUnavailable)
-			sh.deliverTask(t)
-			return
+	case *storeOffsetReq:
+		if p := sh.partitionFor(t, r.partRef); p != nil {
+			p.storeOffset(t, r)
 		}
-		p.handle(t)
-	case tkPartOpen:
-		if p := sh.parts[t.ns]; p != nil {
-			if p.revision == t.spec.revision {
-				return
-			}
-			sh.deletePartition(p)
+	case *deleteOffsetReq:
+		if p := sh.partitionFor(t, r.partRef); p != nil {
+			p.deleteOffset(t, r)
 		}
-		sh.dropPending(t.ns, sh.pendingRevision(t.ns))
-		switch _, err := sh.openPartition(t.spec); {
-		case err == nil:
-			sh.n.registerPartition(sh.parts[t.ns])
-		case openShortOfResources(err):
-			sh.deferOpen(t.spec, err, false)
-		default:
-			sh.log.Error("opening partition failed", zap.Stringer("partition", t.ns), zap.Error(err))
+	case *getOffsetReq:
+		if p := sh.partitionFor(t, r.partRef); p != nil {
+			p.getOffset(t, r)
 		}
-	case tkPartDelete:
-		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
-			sh.deletePartition(p)
+	case *pollReq:
+		if p := sh.partitionFor(t, r.partRef); p != nil {
+			p.poll(t, r)
 		}
-		if sh.pendingFor(t.ns, t.rev) {
-			// Never opened here: its storage goes the way of a deleted one.
-			sh.dropPending(t.ns, t.rev)
-			dir := partitionDir(sh.n.cfg.Path, t.ns.Stream(), t.ns.Topic(), t.ns.Partition())
-			if err := sh.fs.RemoveAll(dir); err != nil {
-				sh.log.Error("removing partition storage failed", zap.String("dir", dir), zap.Error(err))
-			}
+	case *deleteSegmentsReq:
+		if p := sh.partitionFor(t, r.partRef); p != nil {
+			p.deleteSegments(t, r)
 		}
-	case tkPartPurge:
-		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
-			p.submitPurge(t.gen)
+	case *openPartitionReq:
+		sh.openOrReplace(r.spec)
+	case *deletePartitionReq:
+		sh.deleteIncarnation(r.partRef)
+	case *purgePartitionReq:
+		if p := sh.parts[r.ns]; p != nil && p.revision == r.rev {
+			p.submitPurge(r.gen)
 		}
-	case tkGroupDeleted:
-		if p := sh.parts[t.ns]; p != nil && p.revision == t.rev {
-			p.DropGroupOffsets(t.group, nowMicros())
+	case *groupDeletedReq:
+		if p := sh.parts[r.ns]; p != nil && p.revision == r.rev {
+			p.DropGroupOffsets(r.group, nowMicros())
 		}
-	case tkClean:
-		view := sh.n.store.View()
-		now := nowMicros()
-		for _, p := range sh.parts {
-			if p.g.Failed() != nil {
-				continue
-			}
-			st := view.Stream(p.stream)
-			if st == nil {
-				continue
-			}
-			tp := st.Topic(p.topic)
-			if tp == nil || tp.Revision > p.revision {
-				continue
-			}
-			p.Clean(tp, now)
-		}
+	case *cleanReq:
+		sh.clean()
 	default:
-		panic(fmt.Sprintf("replica: shard %d: task kind %d", sh.id, t.kind))
+		panic(fmt.Sprintf("replica: shard %d: request %T", sh.id, t.req))
+	}
+}
+
+// partitionFor is the partition a client request is for, or nil after
+// completing the task with the refusal: PartitionNotFound, or Unavailable
+// while the shard retries opening it or after its storage failed.
+func (sh *shardLoop) partitionFor(t *task, at partRef) *part {
+	p := sh.parts[at.ns]
+	if p == nil || p.revision != at.rev {
+		code := uint32(wire.CodePartitionNotFound)
+		if p == nil && sh.pendingFor(at.ns, at.rev) {
+			code = wireCodeUnavailable // the shard retries opening it
+		}
+		t.fail(code)
+		sh.complete(t)
+		return nil
+	}
+	if p.g.Failed() != nil {
+		t.fail(wireCodeUnavailable)
+		sh.complete(t)
+		return nil
+	}
+	return p
+}
+
+// openOrReplace opens the partition spec names, replacing an older
+// incarnation; one short of resources is retried later (pending.go).
+func (sh *shardLoop) openOrReplace(spec partitionSpec) {
+	ns := shard.MustNamespace(spec.stream, spec.topic, spec.id)
+	if p := sh.parts[ns]; p != nil {
+		if p.revision == spec.revision {
+			return
+		}
+		sh.deletePartition(p)
+	}
+	sh.dropPending(ns, sh.pendingRevision(ns))
+	switch _, err := sh.openPartition(spec); {
+	case err == nil:
+		sh.n.registerPartition(sh.parts[ns])
+	case openShortOfResources(err):
+		sh.deferOpen(spec, err, false)
+	default:
+		sh.log.Error("opening partition failed", zap.Stringer("partition", ns), zap.Error(err))
+	}
+}
+
+// deleteIncarnation deletes the partition incarnation at names, open or
+// still waiting to be opened.
+func (sh *shardLoop) deleteIncarnation(at partRef) {
+	if p := sh.parts[at.ns]; p != nil && p.revision == at.rev {
+		sh.deletePartition(p)
+	}
+	if sh.pendingFor(at.ns, at.rev) {
+		// Never opened here: its storage goes the way of a deleted one.
+		sh.dropPending(at.ns, at.rev)
+		dir := partitionDir(sh.n.cfg.Path, at.ns.Stream(), at.ns.Topic(), at.ns.Partition())
+		if err := sh.fs.RemoveAll(dir); err != nil {
+			sh.log.Error("removing partition storage failed", zap.String("dir", dir), zap.Error(err))
+		}
+	}
+}
+
+// clean runs a retention pass over the shard's partitions.
+func (sh *shardLoop) clean() {
+	view := sh.n.store.View()
+	now := nowMicros()
+	for _, p := range sh.parts {
+		if p.g.Failed() != nil {
+			continue
+		}
+		st := view.Stream(p.stream)
+		if st == nil {
+			continue
+		}
+		tp := st.Topic(p.topic)
+		if tp == nil || tp.Revision > p.revision {
+			continue
+		}
+		p.Clean(tp, now)
 	}
 }
 

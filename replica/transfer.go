@@ -199,9 +199,9 @@ func (n *Node) reconcilePartitions(sh *shardLoop, view *metadata.State) {
 			for _, p := range tp.Partitions {
 				ns := shard.MustNamespace(st.ID, tp.ID, p.ID)
 				want[ns] = p.Revision
-				sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartOpen, ns: ns,
+				sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{req: &openPartitionReq{
 					spec: partitionSpec{stream: st.ID, topic: tp.ID, id: p.ID, revision: p.Revision, config: tp.Config,
-						purgeGen: p.PurgeGeneration, rejoin: n.fresh}})
+						purgeGen: p.PurgeGeneration, rejoin: n.fresh}}})
 			}
 		}
 	}
@@ -209,7 +209,7 @@ func (n *Node) reconcilePartitions(sh *shardLoop, view *metadata.State) {
 		ns := k.(shard.Namespace)
 		rev := v.(*partStats).Revision
 		if w, ok := want[ns]; !ok || w != rev {
-			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{kind: tkPartDelete, ns: ns, rev: rev})
+			sh.sendTo(shard.OwningShard(ns, len(n.shards)), &task{req: &deletePartitionReq{partRef{ns: ns, rev: rev}}})
 		}
 		return true
 	})

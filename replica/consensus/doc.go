@@ -30,9 +30,11 @@
 // (StateMachine.SyncAppend, or vsr asking) complete only after the next
 // group commit.
 //
-// A failed journal write or fdatasync, or a replica error, stops the group
-// (Fail): waiting requests are answered CodeUnavailable, new ones are
-// refused, until the node restarts and recovers the group from disk. Drop
+// A failed journal write or fdatasync, a failed state record write (before
+// the Ready's journal operations: they may hold prepares of the view the
+// record names), or a replica error, stops the group (Fail): waiting
+// requests are answered CodeUnavailable, new ones are refused, until the
+// node restarts and recovers the group from disk. Drop
 // answers them with the caller's code and closes the files (a deleted
 // group).
 //
@@ -72,10 +74,12 @@
 // # View state (file "viewstate")
 //
 // The view-state file keeps a group's vsr state record (vsr.EncodeState,
-// at most 32,648 bytes: it carries up to 127 prepare headers) in two slots
-// written alternately, so a write torn by a crash damages only the slot
-// being written while the other still holds the previous record. The
-// superblock cannot carry it: its record is fixed at 128 bytes.
+// at most 32,648 bytes: it carries up to 127 prepare headers) in two slots.
+// Each record is written to both, one after the other: a write torn by a
+// crash damages only the slot being written while the other still holds
+// the previous (or, in the second round, the new) record, and a record
+// written whole survives damage to either slot. The superblock cannot
+// carry it: its record is fixed at 128 bytes.
 //
 // The file is 2 × 40 KiB (40,960 bytes) slots; slot i lives at byte
 // offset i × 40,960 and holds (integers little-endian):
@@ -91,8 +95,12 @@
 // The bytes after a slot's checksum up to the next slot are unspecified.
 // A slot is valid when its magic, zero reserved bytes, sequence parity and
 // checksum all check; the valid slot with the higher sequence wins. Each
-// write is one pwrite of the slot's 48+N bytes followed by one fdatasync. A
+// write is two rounds of one pwrite of a slot's 48+N bytes followed by one
+// fdatasync: the record with sequence s into slot s mod 2, then the same
+// payload with sequence s+1 into the other slot. A
 // file with no valid slot is treated as absent only if the group's
 // journal is empty too (a crash before the very first write completed);
-// Open refuses a journal with ops but no record naming them.
+// Open refuses a journal with ops but no record naming them
+// (ErrStateLost: damaged storage, which a cluster node sets aside and
+// refills from its peers).
 package consensus

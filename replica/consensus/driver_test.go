@@ -312,3 +312,29 @@ func TestFailedSuperblockWriteStopsTheGroup(t *testing.T) {
 		t.Fatal("the group runs on after a failed superblock write")
 	}
 }
+
+// TestGroupStopsOnFailedStateWrite: a failed view-state write stops the
+// group before the Ready's journal operations run (they may hold prepares
+// of the view the record names, which a restart would then find above its
+// durable log view); waiters are answered CodeUnavailable.
+func TestGroupStopsOnFailedStateWrite(t *testing.T) {
+	fsys := vfs.NewFault(17)
+	h := newTestHost(fsys)
+	g, _ := openTestGroup(t, fsys, h, 1)
+	defer g.CloseFiles()
+	fsys.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: "/g/viewstate", Action: vfs.Fail})
+	// A checkpoint (every 8 ops) makes the replica write a state record
+	// naming it.
+	for i := 0; i < 20 && g.Usable(); i++ {
+		g.Submit(&testWaiter{}, vsr.Request{Operation: testOperation, WallClock: uint64(i + 1), Body: []byte("x")})
+		h.Drive()
+	}
+	if g.Failed() == nil || g.Usable() {
+		t.Fatal("the group runs on after a failed state record write")
+	}
+	late := &testWaiter{}
+	g.Submit(late, vsr.Request{Operation: testOperation, WallClock: 99, Body: []byte("y")})
+	if late.code != CodeUnavailable {
+		t.Fatalf("a request after the failure: code %d, want %d", late.code, CodeUnavailable)
+	}
+}

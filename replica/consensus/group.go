@@ -281,7 +281,7 @@ func (g *Group) recover(spec Spec) (vsr.Boot, error) {
 		}
 	}
 	if payload == nil && g.j.Len() > 0 {
-		return boot, fmt.Errorf("journal holds ops %d..%d but no state record names them", g.j.First(), g.j.Last())
+		return boot, fmt.Errorf("%w: journal holds ops %d..%d but no state record names them", ErrStateLost, g.j.First(), g.j.Last())
 	}
 	boot.Journal = g.readBootJournal(ckpt)
 	if payload == nil && spec.Rejoin && spec.Config.ReplicaCount > 1 {
@@ -336,6 +336,12 @@ func (g *Group) readBootJournal(ckpt uint64) []vsr.JournalEntry {
 // checkpoint that were synced (intact records or a sync marker after them
 // say so) and that no peer can repair.
 var ErrJournalCorrupt = errors.New("replica: journal corrupt")
+
+// ErrStateLost: the view state holds no valid record while the journal
+// holds ops, so the record was destroyed (its only written slot, or both,
+// damaged). The storage is damaged: a cluster node sets it aside and
+// refills the replica from its peers.
+var ErrStateLost = errors.New("replica: view state lost")
 
 // soloJournalCorrupt refuses a single replica's journal with damage in the
 // middle above the checkpoint (journal.Recovery.Faulty): those ops were

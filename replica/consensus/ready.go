@@ -54,6 +54,13 @@ func (g *Group) process(rd vsr.Ready) {
 	var res readyResults
 	g.runCheckpoint(rd.Checkpoint, &res)
 	g.writeState(rd.State, &res)
+	if res.stateErr != nil {
+		// The Ready's journal operations (prepares of the view the record
+		// names) must not outlive a record that did not reach the disk: a
+		// restart would find them above the durable log view.
+		g.Fail(fmt.Errorf("state record: %w", res.stateErr))
+		return
+	}
 	if !g.runJournal(rd.Journal, &res) {
 		return
 	}

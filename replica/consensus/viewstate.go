@@ -13,8 +13,8 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// The view-state file keeps a group's vsr state record in two slots
-// written alternately; its format is in the package doc ("View state").
+// The view-state file keeps a group's vsr state record in two slots, each
+// write going to both; its format is in the package doc ("View state").
 const (
 	viewStateFile   = "viewstate"
 	viewStateSlot   = 40 << 10
@@ -98,12 +98,29 @@ func decodeViewSlot(b []byte, slot int) (uint64, []byte, bool) {
 	return seq, bytes.Clone(b[viewStateHeader:end]), true
 }
 
-// write durably stores payload as the newest record (one write and one
-// fdatasync).
+// write durably stores payload as the newest record in both slots: first
+// in the slot its sequence names (one pwrite, one fdatasync), then again
+// with the next sequence in the other slot. A crash during either round
+// leaves the old or the new record; once write returns both slots hold the
+// new one, so damage to either slot cannot bring back an older record the
+// replica already acted past (with one copy per record, bit rot in the
+// newest slot made the older slot win: the replica went back to a view it
+// had left and diverged, real-stack simulator seed 202967).
 func (v *viewState) write(payload []byte) error {
 	if len(payload) > viewStateSlot-viewStateHeader-16 {
 		return fmt.Errorf("%w: %d bytes", errViewStateTooLarge, len(payload))
 	}
+	for range 2 {
+		if err := v.writeSlot(payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeSlot durably writes payload with the next sequence into the slot it
+// names.
+func (v *viewState) writeSlot(payload []byte) error {
 	seq := v.seq + 1
 	b := v.buf[:viewStateHeader+len(payload)+16]
 	clear(b[:viewStateHeader])

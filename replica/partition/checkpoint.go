@@ -181,8 +181,14 @@ func (p *Partition) writeCheckpointFiles(files []newFile) error {
 		return err
 	}
 	b.SyncDir(p.dir)
+	// A failure of the segment log's part (the index entries PlanSync
+	// writes, a sync of the plan's files) fails the log for good: the group
+	// stops, as on the pipeline's own syncs, rather than run on a log that
+	// refuses every later checkpoint and read (real-stack simulator, seed
+	// 202257). A failure of the checkpoint's own files is retried later.
 	plan, err := p.seg.PlanSync()
 	if err != nil {
+		p.failOn(err)
 		return errors.Join(err, closeFiles(opened))
 	}
 	if !mutation.On(mutation.SkipCheckpointSegmentSync) {
@@ -191,6 +197,7 @@ func (p *Partition) writeCheckpointFiles(files []newFile) error {
 	err = p.fs.Submit(&b)
 	cerr := closeFiles(opened)
 	if serr := p.seg.CompleteSync(plan, planFailure(err, plan)); serr != nil {
+		p.failOn(serr)
 		return serr
 	}
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/zeebo/xxh3"
+
+	"github.com/iggo/iggo/shard/vfs"
 )
 
 func TestCheckpointRoundTrip(t *testing.T) {
@@ -153,5 +155,34 @@ func TestSegListRoundTrip(t *testing.T) {
 	b[20] ^= 1
 	if _, err := decodeSegList(b); err == nil {
 		t.Fatal("a damaged segment list decoded")
+	}
+}
+
+// A checkpoint whose segment sync plan fails (here the index entries it
+// writes first) stops the group: the segment log has failed for good, and a
+// group running on would fail every later checkpoint and poll (real-stack
+// simulator, seed 202257). A failure of the checkpoint file alone does not.
+func TestCheckpointSegmentFailureStopsTheGroup(t *testing.T) {
+	r := newRig(t, 15, true)
+	fill(r, 1)
+	if _, err := r.p.Checkpoint(r.op, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.send(1000, 20, 1000)
+	id := r.fs.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: r.cfg.Dir + "/checkpoint-", Count: 1, Action: vfs.Fail})
+	if _, err := r.p.Checkpoint(r.op, nil); err == nil {
+		t.Fatal("a checkpoint whose file write failed succeeded")
+	}
+	if len(r.host.failed) != 0 {
+		t.Fatalf("a failed checkpoint file stopped the group: %v", r.host.failed)
+	}
+	r.fs.RemoveRule(id)
+	r.send(2000, 20, 1000)
+	r.fs.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: r.cfg.Dir + "/00000000000000000000.index", Count: 1, Action: vfs.Fail})
+	if _, err := r.p.Checkpoint(r.op, nil); err == nil {
+		t.Fatal("a checkpoint whose index write failed succeeded")
+	}
+	if len(r.host.failed) == 0 {
+		t.Fatal("the group runs on after its segment log failed in a checkpoint")
 	}
 }

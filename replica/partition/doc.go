@@ -113,10 +113,13 @@
 // active segment is hashed incrementally as the pipeline appends to it.
 //
 // The receiver stages artifacts under {partition}/transfer/artifact-{id},
-// by id across checkpoints, and Install replaces segments, checkpoint
-// files and the segment list, reopens the segment log, restores the state
-// machine from the checkpoint and records it in the superblock; the
-// journal is reset by vsr.
+// by id across checkpoints, and Install replaces the segments and segment
+// lists, adds the checkpoint file, reopens the segment log, restores the
+// state machine from the checkpoint and records it in the superblock; the
+// journal is reset by vsr. Older checkpoint files stay until the view state
+// names the installed one (CheckpointDurable), so a restart before that
+// restores the checkpoint the view state still names, over the transferred
+// segments.
 //
 // # Write pipeline
 //

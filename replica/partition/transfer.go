@@ -374,8 +374,8 @@ func (p *Partition) Install(man vsr.Manifest) error {
 	if err := p.checkStagedSegments(list); err != nil {
 		return err
 	}
-	// Replace the storage: segments, checkpoint files and segment lists go;
-	// the journal, superblock, view state and incarnation stay.
+	// Replace the storage: segments and segment lists go; the journal,
+	// superblock, view state, incarnation and older checkpoint files stay.
 	// Ops below the checkpoint applied here are superseded by it; a queued
 	// segment flush finds nothing pending.
 	p.w.pending = nil
@@ -457,8 +457,15 @@ func (p *Partition) replaceStorage(op uint64, list []segEntry, ckptBytes, listBy
 	}
 	for _, e := range entries {
 		n := e.Name()
-		if strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".index") || strings.HasPrefix(n, ckptPrefix) ||
-			strings.HasPrefix(n, segListPrefix) {
+		// Checkpoint files stay: until the view state names the installed
+		// checkpoint, a restart restores the one it names, over the
+		// transferred segments (a superset of what it needs), and replays
+		// from there; CheckpointDurable removes them once a newer one is
+		// named. Removing them here made a crash between the install and
+		// that record (or a failed superblock write in between) find the
+		// named checkpoint gone and the partition damaged (real-stack
+		// simulator, seed 402071).
+		if strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".index") || strings.HasPrefix(n, segListPrefix) {
 			if err := fsys.Remove(filepath.Join(p.dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}

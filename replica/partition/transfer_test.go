@@ -150,6 +150,58 @@ func TestInstallFromPeer(t *testing.T) {
 	}
 }
 
+// An install leaves the replica's own checkpoint file in place: a restart
+// before the view state names the installed checkpoint restores the one it
+// still names, over the transferred segments (real-stack simulator, seed
+// 402071: the superblock write of an install failed, and the restart found
+// the named checkpoint removed and the partition damaged).
+func TestInstallKeepsTheNamedCheckpoint(t *testing.T) {
+	src := newRig(t, 16, true)
+	fill(src, 2)
+	man, err := src.p.Checkpoint(src.op, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man.Op = src.op
+	dst := newRig(t, 17, true)
+	dst.send(0, 5, 100)
+	if _, err := dst.p.Checkpoint(dst.op, nil); err != nil {
+		t.Fatal(err)
+	}
+	own := dst.op
+	for _, a := range man.Artifacts {
+		for off := uint64(0); off < a.Size; {
+			n := uint32(min(a.Size-off, 300_000))
+			b, err := src.p.ReadArtifact(man.Op, a.ID, off, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dst.p.WriteArtifact(man.Op, a.ID, off, b); err != nil {
+				t.Fatal(err)
+			}
+			off += uint64(n)
+		}
+	}
+	if err := dst.p.Install(man); err != nil {
+		t.Fatal(err)
+	}
+	// A crash before the view state names checkpoint man.Op: the node
+	// restores its own checkpoint.
+	dst.p.Close()
+	dst.open()
+	if _, _, err := dst.p.Restore(own); err != nil {
+		t.Fatalf("restoring checkpoint %d after installing %d: %v", own, man.Op, err)
+	}
+	if dst.p.NextOffset() != 5 || dst.p.Stats().Messages.Load() < src.p.Stats().Messages.Load() {
+		t.Fatalf("restored next %d over %d messages", dst.p.NextOffset(), dst.p.Stats().Messages.Load())
+	}
+	// Once a newer checkpoint is durable, the older file goes.
+	dst.p.CheckpointDurable(man.Op)
+	if _, err := vfs.ReadFile(dst.fs, dst.cfg.Dir+"/"+ckptName(own)); err == nil {
+		t.Fatal("the older checkpoint file outlived a newer durable one")
+	}
+}
+
 // The manifest a restarted replica restores for its latest checkpoint is
 // the one the checkpoint produced, and every artifact in it verifies the
 // way a fetching peer verifies it: the checksum of the bytes ReadArtifact

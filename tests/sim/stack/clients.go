@@ -64,6 +64,16 @@ type committer struct {
 	submitted bool
 	acked     uint64 // the largest value acknowledged
 	hasAcked  bool
+	// open: attempts no acknowledgement answered. A store is not
+	// idempotent: an attempt that timed out (stuck in a queue through a
+	// partition or a view change, or forwarded and answered by the forward
+	// timeout) may still commit after a later value was acknowledged, and
+	// the offset then goes back to its value, as it would for a real
+	// client retrying a store (seed 501910).
+	open map[*call]uint64
+	// lastOp, lastVal: the acknowledged store the latest op committed (an
+	// older value's late attempt may commit after a newer value's).
+	lastOp, lastVal uint64
 }
 
 const (
@@ -185,7 +195,12 @@ func (w *world) attemptStore(cm *committer) {
 		return
 	}
 	cm.submitted = true
-	rp.g.Submit(&call{owner: cm, request: cm.value, node: nd.id}, req)
+	c := &call{owner: cm, request: cm.value, node: nd.id}
+	if cm.open == nil {
+		cm.open = map[*call]uint64{}
+	}
+	cm.open[c] = cm.value
+	rp.g.Submit(c, req)
 }
 
 // answer takes a node's answer to a client request. An answer of an
@@ -227,6 +242,10 @@ func (w *world) answer(x *call) {
 		if code, isCode := partition.ReplyCode(x.rp.Body); !isCode || code != 0 {
 			w.fail("committer g%d: store reply %v", o.group, x.rp.Body)
 			return
+		}
+		delete(o.open, x)
+		if x.rp.Op > o.lastOp {
+			o.lastOp, o.lastVal = x.rp.Op, x.request
 		}
 		if o.inFlight && x.request == o.value {
 			o.inFlight = false

@@ -103,7 +103,7 @@ func (w *world) boot(id int, disk *vfs.Fault, rejoin bool) (*node, error) {
 	n.drv = consensus.NewDriver(disk, nil, n)
 	for idx := 0; idx < w.groups; idx++ {
 		rp, err := n.open(idx, rejoin)
-		if err != nil && (partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt)) {
+		if err != nil && (partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt) || errors.Is(err, consensus.ErrStateLost)) {
 			w.res.Faults["quarantine"]++
 			if !w.procs[id].damaged {
 				// Crashes, power losses and failed or torn writes never

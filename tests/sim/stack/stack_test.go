@@ -142,7 +142,12 @@ var regressionSeeds = []struct {
 	{584, "the same forward token reuse across a restart: a send acknowledged at offset 10, stored at 12"},
 	{2515, "a checkpoint that failed, retried one op later, reached the superblock but no view state: every restart panicked writing the older checkpoint (replica/consensus WriteCheckpoint)"},
 	{3357, "the final check ran while a new primary still prepared again the suffix the old primary had acknowledged: quiescence waits until nothing is prepared above the commit"},
+	{7032, "the simulated network duplicated a Forward, which the replica plane never does: the primary ran an offset store twice, the second time after a later store (acknowledged 16, stored 15)"},
+	{4122, "a torn view-state write failed while the group ran on and journaled that Ready's prepares: the restarted replica held an op prepared in view 1 under a log view of 0 and served it stamped view 0 (a failed state record write stops the group)"},
 	{101535, "bit rot in purge.gen failed the node's boot instead of marking the partition damaged, to be quarantined and refilled from its peers (replica/partition readPurgeGen)"},
+	{202967, "bit rot in the newest view-state slot brought back the previous record (one copy per record): the replica returned to a view it had left and diverged (replica/consensus view state written to both slots)"},
+	{202257, "a failed index write in a checkpoint's segment sync plan failed the segment log but left the group running, failing every later checkpoint and poll (replica/partition writeCheckpointFiles)"},
+	{402071, "a state transfer's install removed the replica's own checkpoint file before the view state named the installed one: a failed superblock write (or a crash) in between left the named checkpoint gone and a healthy node's partition damaged (replica/partition replaceStorage)"},
 }
 
 // TestStackRegressionSeeds replays every regression seed.

@@ -7,7 +7,9 @@
 // machine — over vfs.Fault disks and a simulated network. Only the
 // sockets, the connection layer and the metadata group are left out.
 //
-// Faults: a lossy, duplicating, reordering, partitionable network; kills
+// Faults: a lossy, reordering, partitionable network that duplicates frames
+// (all but forwarded requests: the replica plane delivers a frame at most
+// once, and a duplicated Forward would run its request twice); kills
 // of any node (every write kept) and, when every partition is persisted,
 // power losses of the one faulty node (unsynced writes dropped or torn:
 // vfs.Fault.Crash); failed writes on any node (the group stops, the node
@@ -24,7 +26,9 @@
 // messages: every acknowledged send at the offset its reply named, no
 // message twice (exactly-once sends through the producer table), offsets
 // dense from 0, each producer's messages in its order, identical on every
-// node; and every node holds the acknowledged consumer offsets.
+// node; and every node holds the consumer offset the last committed store
+// left (stores are not idempotent: a late attempt of an older value may
+// commit after a newer one was acknowledged).
 //
 // A failing seed replays exactly:
 //
@@ -353,7 +357,12 @@ func (w *world) send(from, to int, m vsr.Message) {
 		at += w.between(0, 8)
 	}
 	w.net = append(w.net, packet{from: from, to: to, frame: f, at: at})
-	if w.faults && w.chance(10) {
+	// Duplicates: VSR takes any frame twice, but a Forward is a client
+	// request, and the replica plane delivers each frame at most once (its
+	// links are FIFO and never retransmit): a duplicated Forward would run a
+	// request without a producer identity (an offset store) twice, the
+	// second time after later ones.
+	if w.faults && w.chance(10) && m.Header.Command() != vsr.CmdForward {
 		w.res.Faults["dup"]++
 		w.net = append(w.net, packet{from: from, to: to, frame: f, at: at + w.between(1, 20)})
 	}
