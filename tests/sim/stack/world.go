@@ -356,8 +356,17 @@ func (w *world) send(from, to int, m vsr.Message) {
 	}
 	w.net = append(w.net, packet{from: from, to: to, frame: f, at: at})
 	if w.faults && w.chance(10) {
-		w.res.Faults["dup"]++
-		w.net = append(w.net, packet{from: from, to: to, frame: f, at: at + w.between(1, 20)})
+		later := at + w.between(1, 20)
+		// The replica plane's links (TCP) deliver a frame at most once. vsr
+		// frames are duplicated anyway (the protocol retransmits and must
+		// take repeats); a forwarded request is not: its repeat would be a
+		// second client request, and a consumer offset store is not
+		// idempotent (an older value landed after a newer one was
+		// acknowledged, seed 602781).
+		if c := vsr.Command(f[58]); c != vsr.CmdForward && c != vsr.CmdForwardReply {
+			w.res.Faults["dup"]++
+			w.net = append(w.net, packet{from: from, to: to, frame: f, at: later})
+		}
 	}
 }
 
