@@ -120,6 +120,7 @@ var regressionSeeds = []struct {
 	{202967, "bit rot in the newest view-state slot brought back the previous record (one copy per record): the replica returned to a view it had left and diverged (replica/consensus view state written to both slots)"},
 	{202257, "a failed index write in a checkpoint's segment sync plan failed the segment log but left the group running, failing every later checkpoint and poll (replica/partition writeCheckpointFiles)"},
 	{402071, "a state transfer's install removed the replica's own checkpoint file before the view state named the installed one: a failed superblock write (or a crash) in between left the named checkpoint gone and a healthy node's partition damaged (replica/partition replaceStorage)"},
+	{600389, "a poll's short read of segment bytes (a misdirected write on the faulty node) failed every poll but left the group running on the damaged log (replica/partition readFailed)"},
 }
 
 // TestStackRegressionSeeds replays every regression seed.
