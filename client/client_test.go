@@ -1114,3 +1114,58 @@ func TestUnknownSendRetriedBySameBatch(t *testing.T) {
 		t.Fatalf("RetriedSends %d", c2.RetriedSends())
 	}
 }
+
+// A retry of a send left in doubt that fails before anything is written
+// (no connection) leaves it in doubt: the next client given Producer()
+// sends the same batch with the first attempt's request number. (The
+// pending mark was cleared by the retry and not set again when nothing was
+// written, so the third attempt took a new request number and the
+// partition applied the batch twice: chaos seed 71, a kill -9 between the
+// lost attempt and the retry.)
+func TestUnknownSendStaysInDoubtAfterUnsentRetry(t *testing.T) {
+	s := newFakeServer(t)
+	var drops atomic.Int32
+	s.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) ([]byte, bool) {
+		if h.Code == wire.CmdSendMessages && drops.Add(-1) >= 0 {
+			return dropConnection, true
+		}
+		return nil, false
+	})
+	cfg := testConfig(s.addr)
+	cfg.Reconnect.Enabled = false
+	c := dial(t, cfg)
+	x := ctx(t)
+	a, _ := NewMessage([]byte("a"))
+	drops.Store(1)
+	if _, err := c.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{a}); err == nil {
+		t.Fatal("a send with a dropped reply and no reconnect succeeded")
+	}
+	first := c.Producer()
+	// The connection is gone and the client does not reconnect: the retry
+	// writes nothing.
+	if _, err := c.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{a}); !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("retry without a connection: %v, want ErrNotConnected", err)
+	}
+	p := c.Producer()
+	if p.Pending == 0 || p.Pending != first.Pending || p.Request != first.Request {
+		t.Fatalf("producer after an unsent retry %+v, before it %+v: the send is no longer in doubt", p, first)
+	}
+	c.Close()
+	cfg.Producer = &p
+	c2 := dial(t, cfg)
+	if _, err := c2.SendMessages(x, wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{a}); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []uint64
+	for _, r := range s.recorded() {
+		if r.header.Code == wire.CmdSendMessages {
+			reqs = append(reqs, r.header.ProducerRequest)
+		}
+	}
+	if len(reqs) != 2 || reqs[0] != reqs[1] {
+		t.Fatalf("producer request numbers %v, want the same batch under one number twice", reqs)
+	}
+	if c2.RetriedSends() != 1 {
+		t.Fatalf("RetriedSends %d, want 1", c2.RetriedSends())
+	}
+}

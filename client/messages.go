@@ -172,9 +172,14 @@ func (c *Client) sendOnce(ctx context.Context, req *wire.SendMessages) ([]byte, 
 		st.stamped, st.written, st.lost = false, false, reuse
 		c.mu.Unlock()
 		payload, err := c.callAs(ctx, req, 0, st)
-		if err != nil && st.written && (st.lost || !isServerError(err)) {
+		if err != nil && (st.lost || st.written && !isServerError(err)) {
 			// It may have been applied: remember it, so that sending the
-			// same batch again is a retry.
+			// same batch again is a retry. A retry of a send left in doubt
+			// (st.lost from the start) keeps it in doubt however it ends,
+			// even with nothing written: the earlier attempt's outcome is
+			// still unknown, and a new request number for the same batch
+			// would let the partition apply it twice (chaos seed 71: a
+			// retry refused locally as not connected between two kills).
 			if sum == 0 {
 				sum = bodySum(req)
 			}

@@ -424,3 +424,28 @@ func TestIncarnationFile(t *testing.T) {
 		t.Fatalf("an earlier partition's directory kept %d messages", n)
 	}
 }
+
+// A poll that reads back fewer bytes than the segment log holds (a lost or
+// misdirected write) stops the group as damage, so a restart refills the
+// partition, instead of failing every poll (real-stack simulator, seed
+// 600389).
+func TestShortSegmentReadStopsTheGroup(t *testing.T) {
+	r := newRig(t, 18, true)
+	r.send(0, 10, 100)
+	segs := r.p.seg.Segments()
+	f, err := r.fs.OpenFile(segs[0].LogPath, vfs.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(segs[0].Size / 2); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	var pr PollResult
+	if _, code := r.p.Poll(PollRequest{Strategy: wire.PollFromOffset(0), Count: 10}, &pr); code == 0 {
+		t.Fatal("a poll over a truncated segment succeeded")
+	}
+	if len(r.host.failed) == 0 || !errors.Is(r.host.failed[0], ErrDamaged) {
+		t.Fatalf("the group runs on after a short segment read: %v", r.host.failed)
+	}
+}

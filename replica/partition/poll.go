@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"go.uber.org/zap"
 
@@ -291,7 +292,9 @@ func growBuffer(buf []byte, keep, n int) []byte {
 func (p *Partition) readFailed(r *PollResult, err error) wire.Code {
 	p.log.Error("poll read failed", zap.Error(err))
 	r.Parts, r.Count = r.Parts[:0], 0
-	if errors.Is(err, segment.ErrCorrupt) {
+	// A short read of bytes the segment log holds (a lost or misdirected
+	// write: real-stack simulator, seed 600389) is damage too.
+	if errors.Is(err, segment.ErrCorrupt) || errors.Is(err, io.ErrUnexpectedEOF) {
 		p.failOn(fmt.Errorf("%w: %w", ErrDamaged, err))
 	}
 	return wire.CodeError

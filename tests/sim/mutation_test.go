@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggo/iggo/tests/sim/campaign"
 	"github.com/iggo/iggo/vsr"
 )
 
@@ -16,20 +17,17 @@ import (
 // durability contract on outgoing messages) need, within the same budget.
 // Run with `make sim-mutations` (the vsrmutations build tag).
 func TestMutations(t *testing.T) {
-	seeds := *flagSeeds
-	if seeds == 0 {
-		seeds = 300
-	}
+	seeds, base := campaign.Plan(300, 300)
 	defer vsr.SetMutation(vsr.MutationNone)
 	for _, m := range vsr.Mutations {
 		t.Run(m.String(), func(t *testing.T) {
 			vsr.SetMutation(m)
-			if n, err := hunt(*flagBase, seeds, false); err != nil {
+			if n, err := hunt(base, seeds, false); err != nil {
 				t.Logf("%s: caught after %d seeds: %s", m, n, err)
 			} else {
 				t.Fatalf("%s survived %d seeds: the simulator does not catch it", m, seeds)
 			}
-			if n, err := hunt(*flagBase, seeds, true); err != nil {
+			if n, err := hunt(base, seeds, true); err != nil {
 				t.Logf("%s: outcome checks alone catch it after %d seeds: %s", m, n, err)
 			} else {
 				t.Logf("%s: outcome checks alone do not catch it within %d seeds", m, seeds)

@@ -1,27 +1,20 @@
 package sim
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"testing"
 	"time"
-)
 
-var (
-	flagSeed  = flag.Uint64("seed", 0, "replay exactly this seed")
-	flagSeeds = flag.Int("seeds", 0, "number of seeds in the campaign (0: 300, or 40 with -short)")
-	flagBase  = flag.Uint64("base", 1, "first seed of the campaign (0: derived from the clock and printed)")
-	flagTime  = flag.Duration("time", 0, "stop the campaign after this long (0: no limit)")
-	flagTrace = flag.Bool("simtrace", false, "print every event of a -seed run")
+	"github.com/iggo/iggo/tests/sim/campaign"
 )
 
 // TestSim runs a campaign of seeds, or one seed with -seed. The ordinary
 // `go test` runs a short campaign over fixed seeds; `make sim` runs long ones.
 func TestSim(t *testing.T) {
-	if *flagSeed != 0 {
-		o := Options{Seed: *flagSeed}
-		if *flagTrace {
+	if *campaign.Seed != 0 {
+		o := Options{Seed: *campaign.Seed}
+		if *campaign.Trace {
 			o.Trace = os.Stdout
 		}
 		res := Run(o)
@@ -31,33 +24,17 @@ func TestSim(t *testing.T) {
 		}
 		return
 	}
-	seeds := *flagSeeds
-	if seeds == 0 {
-		seeds = 300
-		if testing.Short() {
-			seeds = 40
-		}
-	}
-	base := *flagBase
-	if base == 0 {
-		base = uint64(time.Now().UnixNano())
-	}
-	t.Logf("campaign: %d seeds from %d", seeds, base)
-	start := time.Now()
-	var ran, ops, completed, failed, dedup, retried int
+	seeds, base := campaign.Plan(300, 40)
+	var ops, completed, dedup, retried int
 	var slowest time.Duration
 	var slowSeed uint64
 	var faults = map[string]int{}
-	for i := 0; i < seeds; i++ {
-		if *flagTime > 0 && time.Since(start) > *flagTime {
-			break
-		}
+	ran, failed, el := campaign.Loop(t, seeds, base, maxCampaignFailures, "go test ./tests/sim -run 'TestSim$' -seed=%d -v -simtrace", func(seed uint64) error {
 		seedStart := time.Now()
-		res := Run(Options{Seed: base + uint64(i)})
+		res := Run(Options{Seed: seed})
 		if d := time.Since(seedStart); d > slowest {
 			slowest, slowSeed = d, res.Seed
 		}
-		ran++
 		ops += res.Requests
 		completed += res.Completed
 		dedup += res.Dedup
@@ -66,17 +43,10 @@ func TestSim(t *testing.T) {
 			faults[k] += v
 		}
 		if res.Err != nil {
-			// A long campaign goes on past a failing seed so that one run
-			// reports every failure it finds (up to a bound).
-			failed++
-			t.Errorf("seed %d failed: %v\n%s\nreplay: go test ./tests/sim -run 'TestSim$' -seed=%d -v -simtrace",
-				res.Seed, res.Err, res.Mix, res.Seed)
-			if failed >= maxCampaignFailures {
-				t.Fatalf("stopping after %d failing seeds", failed)
-			}
+			return fmt.Errorf("%w\n%s", res.Err, res.Mix)
 		}
-	}
-	el := time.Since(start)
+		return nil
+	})
 	t.Logf("%d seeds (%d failed) in %v (%.0f seeds/min, slowest: seed %d, %v), %d client ops (%d acknowledged, %d after retries), %.0f ops/seed, %d producer-table groups; faults %v",
 		ran, failed, el.Round(time.Millisecond), float64(ran)/el.Minutes(), slowSeed, slowest.Round(time.Millisecond),
 		ops, completed, retried, float64(ops)/float64(ran), dedup, faults)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iggo/iggo/internal/mutation"
+	"github.com/iggo/iggo/tests/sim/campaign"
 )
 
 // TestStackMutations breaks one rule of the real storage stack at a time
@@ -14,17 +15,14 @@ import (
 // each within the campaign, reporting how many seeds and how long it took.
 // Run with `make sim-stack-mutations` (the stackmutations build tag).
 func TestStackMutations(t *testing.T) {
-	seeds := *flagSeeds
-	if seeds == 0 {
-		seeds = 400
-	}
+	seeds, base := campaign.Plan(400, 400)
 	defer mutation.Set(mutation.None)
 	for _, m := range mutation.Kinds {
 		t.Run(m.String(), func(t *testing.T) {
 			mutation.Set(m)
 			start := time.Now()
 			for i := 0; i < seeds; i++ {
-				res := Run(Options{Seed: *flagBase + uint64(i)})
+				res := Run(Options{Seed: base + uint64(i)})
 				if res.Err != nil {
 					// Only a seed that passes without the breakage counts.
 					mutation.Set(mutation.None)

@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"flag"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -9,25 +8,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iggo/iggo/tests/sim/campaign"
 )
 
-var (
-	flagSeed  = flag.Uint64("seed", 0, "replay exactly this seed")
-	flagSeeds = flag.Int("seeds", 0, "number of seeds in the campaign (0: 60, or 12 with -short)")
-	flagBase  = flag.Uint64("base", 1, "first seed of the campaign (0: derived from the clock and printed)")
-	flagTime  = flag.Duration("time", 0, "stop the campaign after this long (0: no limit)")
-	flagTrace = flag.Bool("simtrace", false, "print every event of a -seed run")
-)
-
-var flagMaxFail = flag.Int("maxfail", 10, "stop the campaign after this many failing seeds")
+// maxCampaignFailures: failing seeds after which a campaign stops
+// (-maxfail overrides).
+const maxCampaignFailures = 10
 
 // TestStack runs a campaign of seeds over the real node stack, or one seed
 // with -seed. The ordinary `go test` runs a short campaign over fixed
 // seeds; `make sim-stack` runs long ones.
 func TestStack(t *testing.T) {
-	if *flagSeed != 0 {
-		o := Options{Seed: *flagSeed}
-		if *flagTrace {
+	if *campaign.Seed != 0 {
+		o := Options{Seed: *campaign.Seed}
+		if *campaign.Trace {
 			o.Trace = os.Stdout
 		}
 		res := Run(o)
@@ -37,27 +32,11 @@ func TestStack(t *testing.T) {
 		}
 		return
 	}
-	seeds := *flagSeeds
-	if seeds == 0 {
-		seeds = 60
-		if testing.Short() {
-			seeds = 12
-		}
-	}
-	base := *flagBase
-	if base == 0 {
-		base = uint64(time.Now().UnixNano())
-	}
-	t.Logf("campaign: %d seeds from %d", seeds, base)
-	start := time.Now()
-	var ran, failed, sends, acked, retried, msgs, offsets, installs int
+	seeds, base := campaign.Plan(60, 12)
+	var sends, acked, retried, msgs, offsets, installs int
 	faults := map[string]int{}
-	for i := 0; i < seeds; i++ {
-		if *flagTime > 0 && time.Since(start) > *flagTime {
-			break
-		}
-		res := Run(Options{Seed: base + uint64(i)})
-		ran++
+	ran, failed, el := campaign.Loop(t, seeds, base, maxCampaignFailures, "go test ./tests/sim/stack -run 'TestStack$' -seed=%d -v -simtrace", func(seed uint64) error {
+		res := Run(Options{Seed: seed})
 		sends += res.Sends
 		acked += res.Acked
 		retried += res.Retried
@@ -67,15 +46,8 @@ func TestStack(t *testing.T) {
 		for k, v := range res.Faults {
 			faults[k] += v
 		}
-		if res.Err != nil {
-			failed++
-			t.Errorf("seed %d failed: %v\nreplay: go test ./tests/sim/stack -run 'TestStack$' -seed=%d -v -simtrace", res.Seed, res.Err, res.Seed)
-			if failed >= *flagMaxFail {
-				t.Fatalf("stopping after %d failing seeds", failed)
-			}
-		}
-	}
-	el := time.Since(start)
+		return res.Err
+	})
 	t.Logf("%d seeds (%d failed) in %v (%.0f seeds/min): %d sends (%d acknowledged, %d after retries), %d messages checked, %d offset stores, %d state transfers; faults %s",
 		ran, failed, el.Round(time.Millisecond), float64(ran)/el.Minutes(), sends, acked, retried, msgs, offsets, installs, faultList(faults))
 	if acked == 0 || msgs == 0 {
@@ -149,6 +121,7 @@ var regressionSeeds = []struct {
 	{202257, "a failed index write in a checkpoint's segment sync plan failed the segment log but left the group running, failing every later checkpoint and poll (replica/partition writeCheckpointFiles)"},
 	{402071, "a state transfer's install removed the replica's own checkpoint file before the view state named the installed one: a failed superblock write (or a crash) in between left the named checkpoint gone and a healthy node's partition damaged (replica/partition replaceStorage)"},
 	{4002090, "a misdirected journal append left the sync marker it should have overwritten in place: recovery took that marker as a clean end and silently forgot the acknowledged ops after it, so the faulty replica and the partitioned one dropped a committed op in a view change (journal scan: a later marker naming a later op makes the earlier one no end)"},
+	{600389, "a poll's short read of segment bytes (a misdirected write on the faulty node) failed every poll but left the group running on the damaged log (replica/partition readFailed)"},
 }
 
 // TestStackRegressionSeeds replays every regression seed.

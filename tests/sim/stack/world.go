@@ -357,14 +357,18 @@ func (w *world) send(from, to int, m vsr.Message) {
 		at += w.between(0, 8)
 	}
 	w.net = append(w.net, packet{from: from, to: to, frame: f, at: at})
-	// Duplicates: VSR takes any frame twice, but a Forward is a client
-	// request, and the replica plane delivers each frame at most once (its
-	// links are FIFO and never retransmit): a duplicated Forward would run a
-	// request without a producer identity (an offset store) twice, the
-	// second time after later ones.
-	if w.faults && w.chance(10) && m.Header.Command() != vsr.CmdForward {
-		w.res.Faults["dup"]++
-		w.net = append(w.net, packet{from: from, to: to, frame: f, at: at + w.between(1, 20)})
+	if w.faults && w.chance(10) {
+		later := at + w.between(1, 20)
+		// The replica plane's links (TCP) deliver a frame at most once. vsr
+		// frames are duplicated anyway (the protocol retransmits and must
+		// take repeats); a forwarded request is not: its repeat would be a
+		// second client request, and a consumer offset store is not
+		// idempotent (an older value landed after a newer one was
+		// acknowledged, seed 602781).
+		if c := m.Header.Command(); c != vsr.CmdForward && c != vsr.CmdForwardReply {
+			w.res.Faults["dup"]++
+			w.net = append(w.net, packet{from: from, to: to, frame: f, at: later})
+		}
 	}
 }
 
