@@ -203,7 +203,13 @@
 // later op follows it: such a marker is an older one whose overwriting
 // append was lost (or misdirected elsewhere, its intended range keeping the
 // marker), and counts as damage, so what follows falls under the recovery
-// rule (a later marker's promise makes the lost ops faulty, not cut).
+// rule (a later marker's promise makes the lost ops faulty, not cut). A
+// misplaced record or marker of the incarnation (intact, but stamped with
+// another offset: a misdirected write) naming a later op after the marker
+// makes it damage too: that append was synced, and may have been
+// acknowledged, even when the marker written after it was lost; with no
+// later promise the tail is reported torn, so a cluster replica fences
+// itself rather than come back without the op.
 //
 // # Torn tails and the caller
 //

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -130,10 +131,44 @@ func (r *reader) tryRecord(off int64, maxEntry int) (recordHeader, bool, error) 
 	return h, sum == h.entry, nil
 }
 
+// misplaced returns the record starting at off if a misdirected write put
+// it there: intact, but written for another offset (which tryRecord
+// rejects).
+func (r *reader) misplaced(off int64, maxEntry int) (recordHeader, bool, error) {
+	if off+RecordHeaderSize > r.size {
+		return recordHeader{}, false, nil
+	}
+	b, err := r.at(off, RecordHeaderSize)
+	if err != nil {
+		return recordHeader{}, false, err
+	}
+	meant := int64(binary.LittleEndian.Uint64(b[32:]))
+	if meant == off {
+		return recordHeader{}, false, nil
+	}
+	h, err := decodeRecordHeader(b, meant, maxEntry)
+	if err != nil || off+h.total() > r.size {
+		return h, false, nil
+	}
+	if h.end {
+		return h, true, nil
+	}
+	sum, err := r.hash(off+RecordHeaderSize, int64(h.length))
+	if err != nil {
+		return h, false, err
+	}
+	return h, sum == h.entry, nil
+}
+
 // probe finds the first intact record (or end marker) starting at or after
 // from, by looking for the record magic (which sits 16 bytes into a
 // header).
 func (r *reader) probe(from int64, maxEntry int) (int64, recordHeader, bool, error) {
+	return r.probeWith(from, maxEntry, r.tryRecord)
+}
+
+// probeWith is probe with try deciding what a candidate is.
+func (r *reader) probeWith(from int64, maxEntry int, try func(int64, int) (recordHeader, bool, error)) (int64, recordHeader, bool, error) {
 	pos := from + 16
 	for pos+4 <= r.size {
 		n := int(min(int64(len(r.buf)), r.size-pos))
@@ -149,7 +184,7 @@ func (r *reader) probe(from int64, maxEntry int) (int64, recordHeader, bool, err
 				break
 			}
 			cand := pos + int64(i+k) - 16
-			h, ok, err := r.tryRecord(cand, maxEntry)
+			h, ok, err := try(cand, maxEntry)
 			if err != nil {
 				return 0, recordHeader{}, false, err
 			}
@@ -231,7 +266,11 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 	// after the last one and chaining to it, or, after damage, naming a
 	// later op) and no record of this incarnation follows it. A marker
 	// with records of this incarnation after it is an older one whose
-	// overwriting record was lost: damage, not an end.
+	// overwriting record was lost: damage, not an end. So is a marker
+	// followed by a misplaced record (or marker) of this incarnation
+	// naming a later op: the append that should have overwritten it was
+	// misdirected there, and was synced (possibly acknowledged) before
+	// the marker after it was lost (stack simulator seed 600237).
 	ends := func(h recordHeader, pos int64, prev recordHeader, havePrev bool) (bool, error) {
 		if !h.end || !part || h.file != jf.first {
 			return false, nil
@@ -245,8 +284,11 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 		}
 		for from := pos + 1; ; {
 			c, ch, found, err := r.probe(from, j.maxEntry)
-			if err != nil || !found {
-				return err == nil, err
+			if err != nil {
+				return false, err
+			}
+			if !found {
+				break
 			}
 			if usable(ch) && ch.op > h.op {
 				return false, nil
@@ -256,6 +298,16 @@ func (j *Journal) scan(fi int, jf *jfile, buf []byte) (fileScan, []item, error) 
 			// misdirected write put elsewhere (the intended range kept
 			// this marker); the later marker promises the op was synced.
 			if ch.end && ch.file == jf.first && ch.op > h.op {
+				return false, nil
+			}
+			from = c + 1
+		}
+		for from := pos + 1; ; {
+			c, ch, found, err := r.probeWith(from, j.maxEntry, r.misplaced)
+			if err != nil || !found {
+				return err == nil, err
+			}
+			if ch.file == jf.first && ch.op > h.op {
 				return false, nil
 			}
 			from = c + 1

@@ -661,3 +661,31 @@ func TestMisdirectedAppendOverMarker(t *testing.T) {
 		must(t, j.Close())
 	}
 }
+
+// TestMisdirectedAppendLostMarker: as TestMisdirectedAppendOverMarker, but
+// power is lost after the append's sync and before the marker written
+// after it reached the disk. The old marker stays in place and the only
+// trace of the synced (acknowledged) op is its record at the wrong offset:
+// the old marker is no clean end, and the tail is reported torn (a cluster
+// replica fences itself) instead of silently ending at the op before
+// (stack simulator seed 600237).
+func TestMisdirectedAppendLostMarker(t *testing.T) {
+	opts := PartitionOptions{Budget: 1 << 20, FileSize: 1 << 20, MaxEntry: 4 << 10}
+	file := "/p/" + partitionFileName(1)
+	fsys := vfs.NewFault(5)
+	j, _ := openPart(t, fsys, opts)
+	for op := uint64(1); op <= 10; op++ {
+		must(t, j.Append(Bytes(op, content(op, 300, 0))))
+	}
+	must(t, j.Sync()) // writes the marker of op 10
+	fsys.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: file, Count: 1, Action: vfs.Misdirect, MisdirectBy: 3072})
+	must(t, j.Append(Bytes(11, content(11, 300, 0))))
+	must(t, j.Sync()) // acknowledged; the marker of op 11 is not yet durable
+	fsys = fsys.CrashWith(vfs.CrashDropAll)
+
+	j, rep := openPart(t, fsys, opts)
+	defer func() { _ = j.Close() }()
+	if rep.Torn == nil && (len(rep.Faulty) == 0 || rep.Faulty[len(rep.Faulty)-1].To < 11) {
+		t.Fatalf("last %d, %+v: the lost op 11 was forgotten without a torn or faulty report", j.Last(), rep)
+	}
+}

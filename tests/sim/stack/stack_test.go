@@ -122,6 +122,7 @@ var regressionSeeds = []struct {
 	{402071, "a state transfer's install removed the replica's own checkpoint file before the view state named the installed one: a failed superblock write (or a crash) in between left the named checkpoint gone and a healthy node's partition damaged (replica/partition replaceStorage)"},
 	{4002090, "a misdirected journal append left the sync marker it should have overwritten in place: recovery took that marker as a clean end and silently forgot the acknowledged ops after it, so the faulty replica and the partitioned one dropped a committed op in a view change (journal scan: a later marker naming a later op makes the earlier one no end)"},
 	{600389, "a poll's short read of segment bytes (a misdirected write on the faulty node) failed every poll but left the group running on the damaged log (replica/partition readFailed)"},
+	{600237, "a misdirected journal append was synced and acknowledged, then a power loss dropped the marker written after it: the old marker it should have overwritten read as a clean end, the replica came back unfenced without the op, and with the partitioned one reassigned a committed op in view 1 (journal scan: a misplaced record of the incarnation naming a later op makes the marker no end)"},
 }
 
 // TestStackRegressionSeeds replays every regression seed.
