@@ -110,31 +110,20 @@ func (r *reader) hash(off, n int64) (Uint128, error) {
 
 // tryRecord returns the record starting at off if it is intact.
 func (r *reader) tryRecord(off int64, maxEntry int) (recordHeader, bool, error) {
-	if off+RecordHeaderSize > r.size {
-		return recordHeader{}, false, nil
-	}
-	b, err := r.at(off, RecordHeaderSize)
-	if err != nil {
-		return recordHeader{}, false, err
-	}
-	h, err := decodeRecordHeader(b, off, maxEntry)
-	if err != nil || off+h.total() > r.size {
-		return h, false, nil
-	}
-	if h.end {
-		return h, true, nil
-	}
-	sum, err := r.hash(off+RecordHeaderSize, int64(h.length))
-	if err != nil {
-		return h, false, err
-	}
-	return h, sum == h.entry, nil
+	return r.recordAt(off, maxEntry, false)
 }
 
 // misplaced returns the record starting at off if a misdirected write put
 // it there: intact, but written for another offset (which tryRecord
 // rejects).
 func (r *reader) misplaced(off int64, maxEntry int) (recordHeader, bool, error) {
+	return r.recordAt(off, maxEntry, true)
+}
+
+// recordAt reads the record starting at off and reports whether it is
+// intact: written for off, or (elsewhere) for the other offset its header
+// names.
+func (r *reader) recordAt(off int64, maxEntry int, elsewhere bool) (recordHeader, bool, error) {
 	if off+RecordHeaderSize > r.size {
 		return recordHeader{}, false, nil
 	}
@@ -142,9 +131,11 @@ func (r *reader) misplaced(off int64, maxEntry int) (recordHeader, bool, error) 
 	if err != nil {
 		return recordHeader{}, false, err
 	}
-	meant := int64(binary.LittleEndian.Uint64(b[32:]))
-	if meant == off {
-		return recordHeader{}, false, nil
+	meant := off
+	if elsewhere {
+		if meant = int64(binary.LittleEndian.Uint64(b[32:])); meant == off {
+			return recordHeader{}, false, nil
+		}
 	}
 	h, err := decodeRecordHeader(b, meant, maxEntry)
 	if err != nil || off+h.total() > r.size {
