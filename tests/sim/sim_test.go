@@ -2,7 +2,7 @@ package sim
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"testing"
 	"time"
 
@@ -12,16 +12,10 @@ import (
 // TestSim runs a campaign of seeds, or one seed with -seed. The ordinary
 // `go test` runs a short campaign over fixed seeds; `make sim` runs long ones.
 func TestSim(t *testing.T) {
-	if *campaign.Seed != 0 {
-		o := Options{Seed: *campaign.Seed}
-		if *campaign.Trace {
-			o.Trace = os.Stdout
-		}
-		res := Run(o)
-		t.Logf("%s", summary(res))
-		if res.Err != nil {
-			t.Fatalf("seed %d: %v", res.Seed, res.Err)
-		}
+	if campaign.Replay(t, func(seed uint64, trace io.Writer) (string, error) {
+		res := Run(Options{Seed: seed, Trace: trace})
+		return summary(res), res.Err
+	}) {
 		return
 	}
 	seeds, base := campaign.Plan(300, 40)

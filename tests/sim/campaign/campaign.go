@@ -6,6 +6,8 @@ package campaign
 
 import (
 	"flag"
+	"io"
+	"os"
 	"testing"
 	"time"
 )
@@ -67,4 +69,24 @@ func Loop(t *testing.T, seeds int, base uint64, maxFail int, replay string, run 
 		}
 	}
 	return ran, failed, time.Since(start)
+}
+
+// Replay runs the one seed -seed names, if any (with -simtrace its events
+// go to stdout): run returns the run's summary and its failure. It reports
+// whether there was a seed to replay.
+func Replay(t *testing.T, run func(seed uint64, trace io.Writer) (summary string, err error)) bool {
+	t.Helper()
+	if *Seed == 0 {
+		return false
+	}
+	var trace io.Writer
+	if *Trace {
+		trace = os.Stdout
+	}
+	summary, err := run(*Seed, trace)
+	t.Logf("%s", summary)
+	if err != nil {
+		t.Fatalf("seed %d: %v", *Seed, err)
+	}
+	return true
 }

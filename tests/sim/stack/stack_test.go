@@ -3,7 +3,7 @@ package stack
 import (
 	"fmt"
 	"hash/fnv"
-	"os"
+	"io"
 	"sort"
 	"strings"
 	"testing"
@@ -20,16 +20,10 @@ const maxCampaignFailures = 10
 // with -seed. The ordinary `go test` runs a short campaign over fixed
 // seeds; `make sim-stack` runs long ones.
 func TestStack(t *testing.T) {
-	if *campaign.Seed != 0 {
-		o := Options{Seed: *campaign.Seed}
-		if *campaign.Trace {
-			o.Trace = os.Stdout
-		}
-		res := Run(o)
-		t.Logf("%s", summary(res))
-		if res.Err != nil {
-			t.Fatalf("seed %d: %v", res.Seed, res.Err)
-		}
+	if campaign.Replay(t, func(seed uint64, trace io.Writer) (string, error) {
+		res := Run(Options{Seed: seed, Trace: trace})
+		return summary(res), res.Err
+	}) {
 		return
 	}
 	seeds, base := campaign.Plan(60, 12)
