@@ -359,10 +359,26 @@ func (r *Replica) CatchUpDetail() string {
 	}
 	lo, hi, toPrimary, ok := r.repairTarget()
 	if !ok {
-		return "nothing to repair"
+		return "nothing to repair" + r.commitStallDetail()
 	}
 	return fmt.Sprintf("repair of ops %d..%d (from the primary: %v), attempt %d, timer armed %v, retry in %d ticks",
 		lo, hi, toPrimary, r.rep.attempt, r.t.repair.armed, r.t.repair.left)
+}
+
+// commitStallDetail says, when commits lag commit_max, what the next op to
+// apply waits for (empty otherwise).
+func (r *Replica) commitStallDetail() string {
+	if r.commitMin >= r.commitMax {
+		return ""
+	}
+	op := r.commitMin + 1
+	s := r.slotAt(op)
+	if s == nil {
+		return fmt.Sprintf("; op %d to apply: no header", op)
+	}
+	installing := r.xfer != nil && r.xfer.installing
+	return fmt.Sprintf("; op %d to apply: body %v, journal state %d, reading %v, read retry at tick %d (now %d), checkpoint pending %v, installing %v",
+		op, s.hasBody, s.j, s.reading, r.readRetry, r.ticks, r.ckptFresh, installing)
 }
 
 // Identity returns the identity of committed op, when the replica still holds

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -199,6 +200,14 @@ func (g *Group) runReads(rs []vsr.Read, res *readyResults) {
 			continue
 		}
 		b, err := g.j.Read(rr.Op)
+		if errors.Is(err, journal.ErrCorrupt) || errors.Is(err, journal.ErrFaulty) {
+			// The stored bytes are wrong, which no retry mends: report the
+			// entry as one that does not verify, so the replica marks it
+			// faulty and fetches it from a peer (an error here means "read
+			// again later").
+			g.log.Warn("journal entry damaged; fetching it from a peer", zap.Uint64("op", rr.Op), zap.Error(err))
+			b, err = nil, nil
+		}
 		res.reads = append(res.reads, readDone{op: rr.Op, frame: b, err: err})
 	}
 }

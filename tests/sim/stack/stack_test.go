@@ -117,6 +117,8 @@ var regressionSeeds = []struct {
 	{4002090, "a misdirected journal append left the sync marker it should have overwritten in place: recovery took that marker as a clean end and silently forgot the acknowledged ops after it, so the faulty replica and the partitioned one dropped a committed op in a view change (journal scan: a later marker naming a later op makes the earlier one no end)"},
 	{600389, "a poll's short read of segment bytes (a misdirected write on the faulty node) failed every poll but left the group running on the damaged log (replica/partition readFailed)"},
 	{600237, "a misdirected journal append was synced and acknowledged, then a power loss dropped the marker written after it: the old marker it should have overwritten read as a clean end, the replica came back unfenced without the op, and with the partitioned one reassigned a committed op in view 1 (journal scan: a misplaced record of the incarnation naming a later op makes the marker no end)"},
+	{5003030, "a bit-rotted journal entry on a backup was read back as an I/O error, retried forever: the backup held every op but applied none past the damaged one (replica/consensus runReads reports a corrupt entry as one that does not verify, so it is fetched from a peer)"},
+	{5014700, "the same stall on a backup of group 1, seen by the checker as clients whose requests never completed"},
 }
 
 // TestStackRegressionSeeds replays every regression seed.
