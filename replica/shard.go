@@ -104,7 +104,7 @@ func (sh *shardLoop) closeAll() {
 	}
 	for _, g := range sh.groups {
 		if !g.Closed() {
-			g.Drop(wireCodeUnavailable)
+			g.Stop() // a prepared request may commit after the restart
 		}
 	}
 	sh.parts = map[shard.Namespace]*part{}

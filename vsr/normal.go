@@ -41,6 +41,18 @@ func (r *Replica) Submit(req Request) {
 	r.pump()
 }
 
+// Queued reports whether the request submitted with token still waits in
+// the request queue: it was never prepared, so no replica holds it and it
+// cannot commit. A request the replica answered or prepared is not queued.
+func (r *Replica) Queued(token uint64) bool {
+	for i := range r.queue {
+		if r.queue[i].Token == token {
+			return true
+		}
+	}
+	return false
+}
+
 // Step hands the replica a message from a peer. The message must come from
 // Decode (or from another replica's Ready); frames of another cluster, group
 // or replica count are dropped here.

@@ -33,10 +33,12 @@
 // A failed journal write or fdatasync, a failed state record write (before
 // the Ready's journal operations: they may hold prepares of the view the
 // record names), or a replica error, stops the group (Fail): waiting
-// requests are answered CodeUnavailable, new ones are refused, until the
-// node restarts and recovers the group from disk. Drop
-// answers them with the caller's code and closes the files (a deleted
-// group).
+// requests are answered CodeInDoubt (57: already in the replica's pipeline,
+// they may still commit) or CodeUnavailable (58: still queued, never
+// prepared), new ones are refused (58), until the node restarts and
+// recovers the group from disk. Stop answers them as Fail does and closes
+// the files (shutdown); Drop answers them with the caller's code and
+// closes the files (a deleted group).
 //
 // # Forwarding, roles and lag
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/superblock"
 	"github.com/iggo/iggo/vsr"
+	"github.com/iggo/iggo/wire"
 )
 
 // logSM is a state machine that keeps every applied body in order; its
@@ -124,11 +125,20 @@ const testOperation = uint8(200)
 
 func openTestGroup(t *testing.T, fsys vfs.FS, h *testHost, incarnation uint64) (*Group, *logSM) {
 	t.Helper()
+	return openTestGroupWith(t, fsys, h, incarnation, nil)
+}
+
+// openTestGroupWith is openTestGroup with tune adjusting the configuration.
+func openTestGroupWith(t *testing.T, fsys vfs.FS, h *testHost, incarnation uint64, tune func(*vsr.Config)) (*Group, *logSM) {
+	t.Helper()
 	cfg := vsr.DefaultConfig()
 	cfg.Group = testGroup
 	cfg.JournalSlots = 256
 	cfg.CheckpointInterval = 8
 	cfg.Durability = vsr.Persisted
+	if tune != nil {
+		tune(&cfg)
+	}
 	sm := &logSM{fs: fsys, dir: "/g"}
 	g, err := Open(Spec{ID: testGroup, Name: "test", Dir: "/g", FS: fsys, Config: cfg, SM: sm, Host: h,
 		Log: zap.NewNop(), PartOpts: journal.PartitionOptions{Budget: 1 << 20, FileSize: 256 << 10, MaxEntry: 4 << 10},
@@ -211,7 +221,8 @@ func TestDriverPersistsBeforeAnswering(t *testing.T) {
 }
 
 // TestGroupStopsOnFailedGroupCommit: a failed journal fdatasync stops the
-// group; its waiters are answered CodeUnavailable, later requests too,
+// group; its waiters, journaled but not durable, are answered CodeInDoubt
+// (they may commit after the restart), later requests CodeUnavailable,
 // and nothing is answered as written.
 func TestGroupStopsOnFailedGroupCommit(t *testing.T) {
 	fsys := vfs.NewFault(5)
@@ -235,9 +246,59 @@ func TestGroupStopsOnFailedGroupCommit(t *testing.T) {
 		t.Fatalf("%d answers, want 4", len(h.delivered))
 	}
 	for i, w := range h.delivered {
-		if w.code != CodeUnavailable {
-			t.Fatalf("answer %d: code %d status %d, want %d", i, w.code, w.reply.Status, CodeUnavailable)
+		want := CodeInDoubt
+		if w == late {
+			want = CodeUnavailable
 		}
+		if w.code != want {
+			t.Fatalf("answer %d: code %d status %d, want %d", i, w.code, w.reply.Status, want)
+		}
+	}
+}
+
+// TestFailedJournalWriteLeavesPreparedInDoubt: a journal write fails while
+// one request is prepared (its op assigned, its append under way) and two
+// wait in the request queue behind it. The prepared one is answered
+// CodeInDoubt (TransientNotCommitted: a restart replays whatever of it
+// reached the disk, and in a cluster the backups may commit it); the
+// queued ones, which no replica ever saw, and a request after the
+// failure are answered CodeUnavailable.
+func TestFailedJournalWriteLeavesPreparedInDoubt(t *testing.T) {
+	fsys := vfs.NewFault(6)
+	h := newTestHost(fsys)
+	g, sm := openTestGroupWith(t, fsys, h, 1, func(c *vsr.Config) { c.PrepareQueueDepth = 1 })
+	defer g.CloseFiles()
+	fsys.Inject(vfs.Rule{Ops: vfs.OpWrite, Path: "/g/journal", Action: vfs.Fail})
+	ws := []*testWaiter{{}, {}, {}}
+	for i, w := range ws {
+		g.Submit(w, vsr.Request{Operation: testOperation, WallClock: uint64(i + 1), Body: []byte("x")})
+	}
+	if !g.Replica().Queued(2) || !g.Replica().Queued(3) || g.Replica().Queued(1) {
+		t.Fatal("want the first request prepared, the other two queued")
+	}
+	h.Drive()
+	if g.Failed() == nil || g.Usable() {
+		t.Fatal("the group runs on after a failed journal write")
+	}
+	if sm.applied != 0 {
+		t.Fatalf("applied op %d whose prepare was never written", sm.applied)
+	}
+	late := &testWaiter{}
+	g.Submit(late, vsr.Request{Operation: testOperation, WallClock: 9, Body: []byte("y")})
+	if len(h.delivered) != 4 || h.delivered[3] != late {
+		t.Fatalf("%d answers, want 4 (the late one last)", len(h.delivered))
+	}
+	for i, w := range append(ws, late) {
+		want := CodeUnavailable
+		if i == 0 {
+			want = CodeInDoubt
+		}
+		if w.code != want {
+			t.Fatalf("request %d: code %d status %d, want %d", i, w.code, w.reply.Status, want)
+		}
+	}
+	if CodeInDoubt != uint32(wire.CodeTransientNotCommitted) || CodeUnavailable != uint32(wire.CodeTransientNotAccepted) {
+		t.Fatalf("codes %d/%d are not Iggy's TransientNotCommitted/TransientNotAccepted", CodeInDoubt, CodeUnavailable)
 	}
 }
 

@@ -73,9 +73,19 @@ type Host interface {
 }
 
 // CodeUnavailable answers requests to a group that stopped after a storage
-// failure: Iggy's TransientNotAccepted (58), retryable for the client,
-// which may reach a restarted node.
+// failure which it never prepared (new ones, and those still in the
+// request queue): Iggy's TransientNotAccepted (58), retryable for the
+// client, which may reach a restarted node.
 const CodeUnavailable = uint32(vsr.StatusTransientNotAccepted)
+
+// CodeInDoubt answers the requests a stopping group had already taken
+// into its pipeline (prepared, journaled or forwarded to the primary) but
+// not yet answered: Iggy's TransientNotCommitted (57). Such a request may
+// still commit, on the other replicas or from this node's journal after
+// the restart, so the answer must not say it was refused; the client
+// treats it as a lost reply and retries with the same request identity,
+// which the session (or producer) table dedupes.
+const CodeInDoubt = uint32(vsr.StatusTransientNotCommitted)
 
 // Spec describes a group to open.
 type Spec struct {
@@ -542,15 +552,16 @@ func (g *Group) complete(rp *vsr.Reply) {
 
 // Fail stops the group: the replica can no longer be trusted to keep its
 // journal's order (a failed write or fdatasync). Waiting requests are
-// answered; new ones are refused until the node restarts and recovers the
-// group from disk.
+// answered (CodeInDoubt, or CodeUnavailable for those never prepared);
+// new ones are refused until the node restarts and recovers the group
+// from disk.
 func (g *Group) Fail(err error) {
 	if g.failed != nil {
 		return
 	}
 	g.failed = err
 	g.log.Error("consensus group stopped; restart the server to recover it from disk", zap.Error(err))
-	g.answerAll(CodeUnavailable)
+	g.answerInDoubt()
 	g.releaseHeld()
 }
 
@@ -558,6 +569,18 @@ func (g *Group) Fail(err error) {
 // code (the group is being deleted).
 func (g *Group) Drop(code uint32) {
 	g.answerAll(code)
+	g.closeDropped()
+}
+
+// Stop closes the group's files on shutdown: waiting requests are
+// answered as Fail answers them (a prepared one may commit after the
+// restart).
+func (g *Group) Stop() {
+	g.answerInDoubt()
+	g.closeDropped()
+}
+
+func (g *Group) closeDropped() {
 	g.closed = true
 	g.releaseHeld()
 	g.CloseFiles()
@@ -568,6 +591,26 @@ func (g *Group) answerAll(code uint32) {
 	for _, tok := range slices.Sorted(maps.Keys(g.waiting)) {
 		w := g.waiting[tok]
 		delete(g.waiting, tok)
+		w.SetCode(code)
+		g.host.Deliver(w)
+	}
+}
+
+// answerInDoubt answers every waiting request of a group that stops, in
+// submission order: CodeUnavailable if it still waits in the replica's
+// request queue (never prepared: it cannot commit anywhere), CodeInDoubt
+// otherwise. The otherwise is deliberately wide: a prepared op may commit
+// on the other replicas or after the restart, a forwarded request may be
+// in the primary's pipeline, and a reply of the Ready the failure cut
+// short was not delivered.
+func (g *Group) answerInDoubt() {
+	for _, tok := range slices.Sorted(maps.Keys(g.waiting)) {
+		w := g.waiting[tok]
+		delete(g.waiting, tok)
+		code := CodeInDoubt
+		if g.r.Queued(tok) {
+			code = CodeUnavailable
+		}
 		w.SetCode(code)
 		g.host.Deliver(w)
 	}
