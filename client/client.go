@@ -717,6 +717,14 @@ func (c *Client) roundTrip(ctx context.Context, code wire.CommandCode, op wire.O
 		return nil, ErrNotConnected
 	}
 	if !st.stamped || st.gen != c.gen {
+		if st.lost && st.stamped && st.prod.id.IsZero() && op.IsReplicated() {
+			// In doubt on an earlier session (answered 57, then moved by a
+			// leader check): under a new session it would be a new request
+			// the cluster may apply a second time. Reported as a lost
+			// reply would be.
+			return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, &wire.Error{Code: wire.CodeTransientNotCommitted,
+				Detail: "answered TransientNotCommitted on an earlier session; not sent again"})
+		}
 		if err := c.stampLocked(frame, code, op, st); err != nil {
 			return nil, err
 		}
@@ -778,8 +786,12 @@ func (c *Client) roundTrip(ctx context.Context, code wire.CommandCode, op wire.O
 			c.dropLocked()
 			return nil, err
 		case wire.HasCode(err, wire.CodeTransientNotCommitted):
-			// Outcome unknown: only this session may replay it, with the
-			// same request number, so the server can answer from its table.
+			// Outcome unknown, exactly as after a lost reply (a group that
+			// stopped answers so what it had already prepared): only this
+			// session may replay it, with the same request number, so the
+			// server can answer from its table; a send keeps its producer
+			// identity and stays in doubt however the call ends.
+			st.lost = true
 		case wire.HasCode(err, wire.CodeTransientNotAccepted):
 			if st.waiting {
 				return nil, err

@@ -53,8 +53,15 @@
 // wire.NewError(code)). Broken connections are *ConnError.
 //
 // Retries keep the protocol's promises:
-//   - TransientNotCommitted (57): the same frame, same session, same request
-//     number, every ReplayInterval until the call's deadline;
+//   - TransientNotCommitted (57) means the outcome is in doubt (the server
+//     took the request into its pipeline, it may still commit: a view
+//     change dropped its op, or the group stopped after a storage failure
+//     and the node must restart), and the client treats it as a lost
+//     reply: the same frame, same session, same request number, every
+//     ReplayInterval until the call's deadline; a send stays in doubt (its
+//     producer identity is kept for the retry) however the call ends, and
+//     another replicated request is not sent on a new session (it fails
+//     with ErrOutcomeUnknown);
 //   - TransientNotAccepted (58): replayed the same way for NotAcceptedBudget,
 //     then the leader check runs; if it moves the client, the request is
 //     stamped again for the new session and sent there;

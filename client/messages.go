@@ -130,12 +130,15 @@ func (c *Client) send(ctx context.Context, stream, topic wire.Identifier, p wire
 	return conf, nil
 }
 
-// ErrOutcomeUnknown wraps the error of a send whose outcome the client
-// cannot learn: an attempt may have been applied (its reply was lost) and
-// the partition no longer knows the producer (its entry was evicted, or
-// superseded), so a retry was refused rather than risk a duplicate. The
-// batch is in the partition at most once.
-var ErrOutcomeUnknown = errors.New("client: send outcome unknown (applied at most once)")
+// ErrOutcomeUnknown wraps the error of a request whose outcome the client
+// cannot learn: an attempt may have been applied (its reply was lost, or
+// it was answered TransientNotCommitted) and a retry was refused rather
+// than risk a duplicate. For a send: the partition no longer knows the
+// producer (its entry was evicted, or superseded); the batch is in the
+// partition at most once. For another replicated request: a leader check
+// moved the client to a new session after a TransientNotCommitted answer,
+// where the same request would be a new one; it applied at most once.
+var ErrOutcomeUnknown = errors.New("client: outcome unknown (applied at most once)")
 
 // sendOnce sends req with the next producer request number, and retries it
 // with the same identity after reconnects, failovers and transient
