@@ -1169,3 +1169,34 @@ func TestUnknownSendStaysInDoubtAfterUnsentRetry(t *testing.T) {
 		t.Fatalf("RetriedSends %d, want 1", c2.RetriedSends())
 	}
 }
+
+// A send answered TransientNotCommitted (57: a group that stopped after a
+// storage failure answers so what it had prepared) is in doubt exactly as
+// after a lost reply: when its replay is refused as InvalidSession the call
+// fails with ErrOutcomeUnknown instead of sending the batch again under a
+// fresh identity.
+func TestSendAnsweredNotCommittedStaysInDoubt(t *testing.T) {
+	s := newFakeServer(t)
+	var script atomic.Int32
+	s.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) ([]byte, bool) {
+		if h.Code != wire.CmdSendMessages {
+			return nil, false
+		}
+		switch script.Add(1) {
+		case 1:
+			return wire.AppendStatusReply(nil, &h, wire.CodeTransientNotCommitted), true
+		case 2:
+			return wire.AppendStatusReply(nil, &h, wire.CodeInvalidSession), true
+		}
+		return nil, false
+	})
+	c := dial(t, testConfig(s.addr))
+	m, _ := NewMessage([]byte("a"))
+	_, err := c.SendMessages(ctx(t), wire.NumericID(0), wire.NumericID(0), wire.PartitionByID(0), []wire.Message{m})
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("want ErrOutcomeUnknown, got %v", err)
+	}
+	if n := s.countCode(wire.CmdSendMessages); n != 2 {
+		t.Fatalf("%d send frames, want 2 (the in-doubt one and its replay)", n)
+	}
+}
