@@ -449,3 +449,25 @@ func TestShortSegmentReadStopsTheGroup(t *testing.T) {
 		t.Fatalf("the group runs on after a short segment read: %v", r.host.failed)
 	}
 }
+
+// TestPollAllocatesNothing: a poll of stored messages into a buffer large
+// enough for them allocates nothing on the warm path.
+func TestPollAllocatesNothing(t *testing.T) {
+	r := newRig(t, 1, false)
+	for seq := uint64(0); seq < 50; seq += 10 {
+		r.send(seq, 10, 100)
+	}
+	req := PollRequest{Strategy: wire.PollingStrategy{Kind: wire.PollOffset, Value: 5}, Count: 20, Buf: make([]byte, 256<<10)}
+	var pr PollResult
+	poll := func() {
+		buf, code := r.p.Poll(req, &pr)
+		if code != 0 || pr.Count != 20 {
+			t.Fatalf("poll: code %d count %d", code, pr.Count)
+		}
+		req.Buf = buf
+	}
+	poll()
+	if n := testing.AllocsPerRun(100, poll); n != 0 {
+		t.Fatalf("a poll allocates %.1f times", n)
+	}
+}

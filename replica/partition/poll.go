@@ -183,16 +183,18 @@ func (p *Partition) readRecords(req PollRequest, start, current uint64) ([]byte,
 			buf = growBuffer(buf, total, min(limit, 2*len(buf)))
 		}
 		res, err := p.seg.Read(buf[total:], segment.ReadRequest{From: next, MaxMessages: uint32(uint64(req.Count) - got)})
-		var small *segment.BufferTooSmallError
-		if errors.As(err, &small) {
+		if err != nil {
+			// (The target of errors.As escapes: declared here, it costs
+			// an allocation only on this path, never on a clean read.)
+			var small *segment.BufferTooSmallError
+			if !errors.As(err, &small) {
+				return buf, 0, err
+			}
 			if total+small.Need > limit {
 				break
 			}
 			buf = growBuffer(buf, total, min(limit, max(2*len(buf), total+small.Need)))
 			continue
-		}
-		if err != nil {
-			return buf, 0, err
 		}
 		if res.N == 0 {
 			break
