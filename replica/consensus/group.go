@@ -568,7 +568,7 @@ func (g *Group) Fail(err error) {
 // Drop closes the group's files and answers every waiting request with
 // code (the group is being deleted).
 func (g *Group) Drop(code uint32) {
-	g.answerAll(code)
+	g.answerAll(func(uint64) uint32 { return code })
 	g.closeDropped()
 }
 
@@ -586,32 +586,29 @@ func (g *Group) closeDropped() {
 	g.CloseFiles()
 }
 
-// answerAll answers every waiting request with code, in submission order.
-func (g *Group) answerAll(code uint32) {
+// answerAll answers every waiting request, in submission order, with the
+// code codeOf gives its token.
+func (g *Group) answerAll(codeOf func(token uint64) uint32) {
 	for _, tok := range slices.Sorted(maps.Keys(g.waiting)) {
 		w := g.waiting[tok]
 		delete(g.waiting, tok)
-		w.SetCode(code)
+		w.SetCode(codeOf(tok))
 		g.host.Deliver(w)
 	}
 }
 
-// answerInDoubt answers every waiting request of a group that stops, in
-// submission order: CodeUnavailable if it still waits in the replica's
-// request queue (never prepared: it cannot commit anywhere), CodeInDoubt
-// otherwise. The otherwise is deliberately wide: a prepared op may commit
-// on the other replicas or after the restart, a forwarded request may be
-// in the primary's pipeline, and a reply of the Ready the failure cut
-// short was not delivered.
+// answerInDoubt answers every waiting request of a group that stops:
+// CodeUnavailable if it still waits in the replica's request queue (never
+// prepared: it cannot commit anywhere), CodeInDoubt otherwise. The
+// otherwise is deliberately wide: a prepared op may commit on the other
+// replicas or after the restart, a forwarded request may be in the
+// primary's pipeline, and a reply of the Ready the failure cut short was
+// not delivered.
 func (g *Group) answerInDoubt() {
-	for _, tok := range slices.Sorted(maps.Keys(g.waiting)) {
-		w := g.waiting[tok]
-		delete(g.waiting, tok)
-		code := CodeInDoubt
+	g.answerAll(func(tok uint64) uint32 {
 		if g.r.Queued(tok) {
-			code = CodeUnavailable
+			return CodeUnavailable
 		}
-		w.SetCode(code)
-		g.host.Deliver(w)
-	}
+		return CodeInDoubt
+	})
 }
