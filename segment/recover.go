@@ -352,9 +352,12 @@ func (l *Log) recoverSegment(s *segment, last bool, rep *Report) error {
 		rep.TornTail = &TornTail{Segment: s.start, Path: s.logPath, Position: w.end, Dropped: logSize - w.end, Reason: w.bad}
 	}
 
+	// Only valid entries count as right: an entry whose fields agree with
+	// the log but whose stored checksum does not must be rewritten, or reads
+	// that load it later report the index corrupt.
 	want := w.entries
 	same := 0
-	for same < len(want) && same < len(disk) && want[same] == disk[same] {
+	for same < len(want) && same < valid && want[same] == disk[same] {
 		same++
 	}
 	lagging := last && same == len(disk) && int64(len(disk))*IndexEntrySize <= idxSize && idxSize < int64(len(disk)+1)*IndexEntrySize

@@ -278,6 +278,11 @@ func TestRecoverRebuildsIndex(t *testing.T) {
 			{"short", func(t *testing.T, p string) { truncate(t, p, fileSize(t, p)-IndexEntrySize) }, "index holds", true},
 			{"partial entry", func(t *testing.T, p string) { truncate(t, p, fileSize(t, p)-IndexEntrySize+5) }, "partial entry", true},
 			{"bad checksum", func(t *testing.T, p string) { flip(t, p, fileSize(t, p)-IndexEntrySize+iMaxTS) }, "checksum", false},
+			// The fields still name the record; only the stored checksum is
+			// wrong. The entry must be rewritten, not kept because its fields
+			// agree with the log.
+			{"damaged checksum field", func(t *testing.T, p string) { flip(t, p, fileSize(t, p)-IndexEntrySize+iChecksum) }, "checksum", false},
+			{"damaged checksum of a middle entry", func(t *testing.T, p string) { flip(t, p, iChecksum+1) }, "checksum", false},
 			{"past the log end", func(t *testing.T, p string) {
 				b := readFile(t, p)
 				last := b[len(b)-IndexEntrySize:]
