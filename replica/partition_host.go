@@ -128,6 +128,7 @@ func (sh *shardLoop) partitionConfig(spec partitionSpec) partition.Config {
 		ValidateChecksum:    sh.n.cfg.Partition.ValidateChecksum,
 		MaxRecordSize:       uint64(sh.n.maxFrame),
 		BackgroundSyncBytes: int64(sh.n.cfg.Partition.BackgroundSyncBytes.Bytes()),
+		SegmentCacheBytes:   int64(sh.n.cfg.Partition.SegmentCacheBytes.Bytes()),
 		ConsumerOffsetsMax:  sh.n.cfg.Partition.ConsumerOffsetsMax,
 		PollBufferMax:       sh.n.pollBufferMax,
 		Codec:               sh.n.atRest.stack,

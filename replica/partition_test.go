@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -263,6 +264,68 @@ func TestPartitionWritebackHints(t *testing.T) {
 		if v != uint64(i) {
 			t.Fatalf("offset %d holds seq %d", i, v)
 		}
+	}
+}
+
+// TestPartitionReleasesDurableSegmentPages: partition.segment_cache_bytes
+// releases the page cache of durable segment data older than the newest
+// that many bytes, after the checkpoints' segment syncs, each range once;
+// the newest bytes and what no sync covered yet stay.
+func TestPartitionReleasesDurableSegmentPages(t *testing.T) {
+	fsys := vfs.NewFault(12)
+	sh := testShard(t, fsys)
+	const keep = 1 << 20
+	sh.n.cfg.Partition.SegmentCacheBytes = keep
+	spec := partitionSpec{stream: 1, topic: 2, id: 3, revision: 7, config: topicConfig(metadata.DurabilityReplicated)}
+	p, err := sh.openPartition(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batches, msgs, size = 300, 10, 1000 // ~3 MB in 1 MiB segments, checkpoints every 64 ops
+	var seq uint64
+	for i := 0; i < batches; i++ {
+		if _, ok := send(t, sh, p, testBatch(t, seq, msgs, size)); !ok {
+			t.Fatalf("send %d refused", i)
+		}
+		seq += msgs
+	}
+	entries, err := fsys.ReadDir(p.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	var sizes []int64
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".log") {
+			fi, err := fsys.Stat(p.dir + "/" + e.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs, sizes = append(logs, p.dir+"/"+e.Name()), append(sizes, fi.Size())
+		}
+	}
+	if len(logs) < 3 {
+		t.Fatalf("%d segments", len(logs))
+	}
+	var total, released int64
+	for _, n := range sizes {
+		total += n
+	}
+	for i, path := range logs {
+		st := fsys.Writebacks(path)
+		if st.ReleasedBytes != st.ReleasedEnd {
+			t.Fatalf("segment %d: released %d bytes up to %d: a range twice or a gap", i, st.ReleasedBytes, st.ReleasedEnd)
+		}
+		released += st.ReleasedEnd
+	}
+	if end := fsys.Writebacks(logs[0]).ReleasedEnd; end != sizes[0]-sizes[0]%4096 {
+		t.Fatalf("oldest segment (%d bytes, durable) released up to %d", sizes[0], end)
+	}
+	if released > total-keep {
+		t.Fatalf("released %d of %d bytes: the newest %d must stay cached", released, total, keep)
+	}
+	if got := readAll(t, sh, p); uint64(len(got)) != seq {
+		t.Fatalf("read %d messages back, sent %d", len(got), seq)
 	}
 }
 

@@ -68,6 +68,11 @@ type Config struct {
 	// once that many bytes were hinted since the previous one. Like the
 	// hints it makes nothing durable as far as the log knows.
 	StartSyncBytes int64
+	// CacheBytes, when positive, makes StageRelease release the page cache
+	// of durable .log bytes older than the newest CacheBytes of the log
+	// (vfs.Batch.Release). It changes no data: reads of released records
+	// go to the disk.
+	CacheBytes int64
 }
 
 // DefaultConfig returns Iggy's defaults for the given partition.

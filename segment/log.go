@@ -54,6 +54,9 @@ type segment struct {
 	// hinted as of the last background fdatasync started
 	// (Config.StartSyncBytes).
 	hinted, syncStarted int64
+	// released is the end of the .log range handed to release hints
+	// (Config.CacheBytes).
+	released int64
 }
 
 // entryCount is the number of index entries of the segment.
@@ -654,6 +657,35 @@ func (l *Log) StageWriteback(b *vfs.Batch) int64 {
 		s.syncStarted = to
 	}
 	return to - from
+}
+
+// StageRelease puts into b release hints (vfs.Batch.Release) for the
+// durable .log bytes older than the newest Config.CacheBytes of the log,
+// each range once, in whole pages; the caller stages it after a sync
+// completed. Those pages are clean, so the kernel drops them at once and
+// the next appends reuse the memory instead of growing the page cache (on
+// a virtual machine new page-cache pages cost several times what reused
+// ones do); a poll of older records reads them back.
+func (l *Log) StageRelease(b *vfs.Batch) {
+	keep := l.cfg.CacheBytes
+	if keep <= 0 || l.usable() != nil {
+		return
+	}
+	for i := len(l.segs) - 1; i >= 0; i-- {
+		s := l.segs[i]
+		end := min(s.syncedSize, s.size-keep)
+		end -= end % WritebackAlign
+		keep = max(keep-s.size, 0)
+		from := min(s.released, s.syncedSize)
+		if end > from && s.logF != nil {
+			b.Release(s.logF, from, end-from)
+			s.released = end
+		} else if whole := s.size - s.size%WritebackAlign; s.sealed && s.released > 0 && s.released >= whole {
+			// A wholly released sealed segment: the call that released it
+			// went on to every older one.
+			return
+		}
+	}
 }
 
 // AddTo puts the plan's syncs into a group-commit batch.

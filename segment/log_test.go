@@ -613,3 +613,82 @@ func TestStageWritebackStartsSyncs(t *testing.T) {
 		t.Fatalf("%d background syncs for ~9 KiB after a sync", n)
 	}
 }
+
+// TestStageReleaseDropsOnlyOldDurablePages: with CacheBytes, StageRelease
+// releases the page cache of durable .log bytes older than the newest
+// CacheBytes of the log, across segments, each byte once, in whole pages,
+// and never bytes that are not durable yet.
+func TestStageReleaseDropsOnlyOldDurablePages(t *testing.T) {
+	dir := t.TempDir()
+	fsys := vfs.NewFault(4)
+	if err := vfs.MkdirAllSync(fsys, dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const keep = 40 << 10
+	cfg := testConfig(64 << 10)
+	cfg.CacheBytes = keep
+	l, _ := mustOpen(t, fsys, dir, cfg)
+	defer l.Close()
+	var b vfs.Batch
+	stage := func() {
+		t.Helper()
+		l.StageRelease(&b)
+		if err := fsys.Submit(&b); err != nil {
+			t.Fatal(err)
+		}
+		b.Reset()
+	}
+	var recs [][]byte
+	for round := 0; round < 30; round++ { // ~9 KiB a round, ~4 segments in all
+		recs = append(recs, appendN(t, l, 8, 1000, uint64(1+8*round))...)
+		if round%3 == 2 {
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stage()
+		segs := l.Segments()
+		var total int64
+		for _, s := range segs {
+			total += s.Size
+		}
+		var before int64 // log bytes before each segment
+		for i, s := range segs {
+			st := fsys.Writebacks(s.LogPath)
+			durable := s.Size // sealed segments are durable
+			if i == len(segs)-1 {
+				durable = l.segs[i].syncedSize
+			}
+			// Releasable: durable, outside the newest keep bytes, whole pages.
+			want := min(durable, total-keep-before)
+			want = max(want-want%WritebackAlign, 0)
+			if st.ReleasedEnd != want || st.ReleasedBytes != want {
+				t.Fatalf("round %d segment %d (%d bytes, %d durable): released %d bytes up to %d, want up to %d once",
+					round, i, s.Size, durable, st.ReleasedBytes, st.ReleasedEnd, want)
+			}
+			before += s.Size
+		}
+	}
+	if len(l.Segments()) < 3 {
+		t.Fatalf("only %d segments: the test does not cross segments", len(l.Segments()))
+	}
+	if first := l.Segments()[0]; fsys.Writebacks(first.LogPath).ReleasedEnd != first.Size-first.Size%WritebackAlign {
+		t.Fatalf("first segment released up to %d of %d", fsys.Writebacks(first.LogPath).ReleasedEnd, first.Size)
+	}
+	readAll(t, l, recs)
+	// Without CacheBytes nothing is released.
+	dir2 := t.TempDir()
+	cfg.CacheBytes = 0
+	l2, _ := mustOpen(t, fsys, dir2, cfg)
+	defer l2.Close()
+	appendN(t, l2, 100, 1000, 1)
+	if err := l2.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	l2.StageRelease(&b)
+	for _, h := range b.Hints() {
+		if h.Release {
+			t.Fatalf("release hint %+v with CacheBytes 0", h)
+		}
+	}
+}

@@ -379,6 +379,7 @@ type PartitionConfig struct {
 	SegmentWritebackBytes       ByteSize `toml:"segment_writeback_bytes"`
 	WALWritebackBytes           ByteSize `toml:"wal_writeback_bytes"`
 	BackgroundSyncBytes         ByteSize `toml:"background_sync_bytes"`
+	SegmentCacheBytes           ByteSize `toml:"segment_cache_bytes"`
 }
 
 type MessageBusConfig struct {

@@ -74,6 +74,8 @@ const (
 	TransferBytesMax         = 64 * GiB
 	SegmentWritebackMin      = 64 * KiB
 	BackgroundSyncMin        = 1 * MiB
+	SegmentCacheMin          = 1 * MiB
+	SegmentCacheMax          = 1024 * GiB
 	SegmentWritebackMax      = 1 * GiB
 	DedupClientsMax          = 65536
 	ConsumerOffsetsMax       = 262144
@@ -494,6 +496,9 @@ func (cfg *Config) validateMetadataPartition(c *checker) {
 	}
 	if w := p.BackgroundSyncBytes; w != 0 && (w < BackgroundSyncMin || w > SegmentWritebackMax) {
 		c.fail("partition.background_sync_bytes", "must be 0 (no background syncs) or between 1 MiB and 1 GiB, got %s", w)
+	}
+	if w := p.SegmentCacheBytes; w != 0 && (w < SegmentCacheMin || w > SegmentCacheMax) {
+		c.fail("partition.segment_cache_bytes", "must be 0 (never release cached segment pages) or between 1 MiB and 1 TiB, got %s", w)
 	}
 	if w := p.SegmentWritebackBytes; w != 0 && (w < SegmentWritebackMin || w > SegmentWritebackMax) {
 		c.fail("partition.segment_writeback_bytes", "must be 0 (no writeback hints) or between 64 KiB and 1 GiB, got %s", w)

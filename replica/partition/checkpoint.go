@@ -200,6 +200,9 @@ func (p *Partition) writeCheckpointFiles(files []newFile) error {
 		p.failOn(serr)
 		return serr
 	}
+	if planFailure(err, plan) == nil {
+		p.pipe.wantRelease(p)
+	}
 	if err != nil {
 		return err
 	}

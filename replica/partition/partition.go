@@ -71,12 +71,14 @@ type Config struct {
 	// Cluster: the group has more than one replica (stamped copies,
 	// segment lists, transfer artifacts, retention by op).
 	Cluster bool
-	// ValidateChecksum, MaxRecordSize and BackgroundSyncBytes configure
-	// the segment log (partition.validate_checksum, the frame limit,
-	// partition.background_sync_bytes).
+	// ValidateChecksum, MaxRecordSize, BackgroundSyncBytes and
+	// SegmentCacheBytes configure the segment log
+	// (partition.validate_checksum, the frame limit,
+	// partition.background_sync_bytes, partition.segment_cache_bytes).
 	ValidateChecksum    bool
 	MaxRecordSize       uint64
 	BackgroundSyncBytes int64
+	SegmentCacheBytes   int64
 	// ConsumerOffsetsMax is partition.consumer_offsets_max.
 	ConsumerOffsetsMax int
 	// PollBufferMax bounds a poll's records (the reply frame limit).
@@ -247,6 +249,7 @@ func Open(fsys vfs.FS, cfg Config, host Host) (*Partition, error) {
 	// read that would fail for good.
 	scfg.VerifyAllOnOpen = cfg.Cluster
 	scfg.StartSyncBytes = cfg.BackgroundSyncBytes
+	scfg.CacheBytes = cfg.SegmentCacheBytes
 	p.segCfg = scfg
 	seg, rep, err := segment.Open(fsys, p.dir, scfg)
 	if err != nil {

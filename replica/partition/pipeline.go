@@ -35,6 +35,7 @@ type writeState struct {
 	queued       bool
 	syncWanted   bool // queued for a segment sync in the next group commit
 	hintWanted   bool // queued for a writeback hint in the next submission
+	relWanted    bool // queued for page-cache release hints (segment.Log.StageRelease)
 	unsyncedMsgs uint64
 	unsyncedSize uint64
 	unhinted     uint64 // segment bytes written since the last writeback hint
@@ -54,6 +55,7 @@ type Pipeline struct {
 	queue          []*Partition
 	syncs          []*Partition
 	hints          []*Partition
+	releases       []*Partition
 }
 
 // NewPipeline returns a shard's pipeline; stamps (nil: allocate) recycles
@@ -92,7 +94,20 @@ func (q *Pipeline) Queued() bool { return len(q.queue) > 0 }
 
 // SyncsDue reports whether segment syncs or writeback hints wait for
 // StageSyncs.
-func (q *Pipeline) SyncsDue() bool { return len(q.syncs) > 0 || len(q.hints) > 0 }
+func (q *Pipeline) SyncsDue() bool {
+	return len(q.syncs) > 0 || len(q.hints) > 0 || len(q.releases) > 0
+}
+
+// wantRelease queues p for page-cache release hints in the next
+// submission: a sync of its segments completed, so more of them may be
+// durable and old enough to release (partition.segment_cache_bytes).
+func (q *Pipeline) wantRelease(p *Partition) {
+	if p.segCfg.CacheBytes <= 0 || p.w.relWanted {
+		return
+	}
+	p.w.relWanted = true
+	q.releases = append(q.releases, p)
+}
 
 type staged struct {
 	p  *Partition
@@ -216,6 +231,14 @@ func (q *Pipeline) StageSyncs(b *vfs.Batch) Syncs {
 	}
 	clear(q.hints)
 	q.hints = q.hints[:0]
+	for _, p := range q.releases {
+		p.w.relWanted = false
+		if !p.host.Stopped() {
+			p.seg.StageRelease(b)
+		}
+	}
+	clear(q.releases)
+	q.releases = q.releases[:0]
 	return out
 }
 
@@ -227,6 +250,7 @@ func (q *Pipeline) FinishSyncs(s Syncs, err error) {
 			continue
 		}
 		pl.p.w.unsyncedMsgs, pl.p.w.unsyncedSize = 0, 0
+		q.wantRelease(pl.p)
 	}
 }
 

@@ -30,13 +30,15 @@ type BatchWrite struct {
 	Off  int64
 }
 
-// BatchHint is one writeback hint queued in a Batch: a range to write back
-// (Len > 0), or, with Sync, an fdatasync to start (StartSync).
+// BatchHint is one hint queued in a Batch: a range to write back (Len >
+// 0), with Release a range whose cached pages to drop (Batch.Release), or,
+// with Sync, an fdatasync to start (StartSync).
 type BatchHint struct {
-	File File
-	Off  int64
-	Len  int64
-	Sync bool
+	File    File
+	Off     int64
+	Len     int64
+	Sync    bool
+	Release bool
 }
 
 // Writeback queues a writeback hint (File.Writeback) for n bytes at off.
@@ -52,6 +54,18 @@ func (b *Batch) Writeback(f File, off, n int64) {
 		return
 	}
 	b.hints = append(b.hints, BatchHint{File: f, Off: off, Len: n})
+}
+
+// Release queues a page-cache release hint (File.Release) for n bytes at
+// off, issued with the batch's other hints: after its writes, before or
+// alongside its syncs, so it must name a range that was durable before the
+// batch. Like a writeback hint it never fails the batch and may be left
+// out.
+func (b *Batch) Release(f File, off, n int64) {
+	if n <= 0 {
+		return
+	}
+	b.hints = append(b.hints, BatchHint{File: f, Off: off, Len: n, Release: true})
 }
 
 // StartSync queues the start of an fdatasync of f that nobody waits for
@@ -218,11 +232,14 @@ func SubmitSequential(fsys FS, b *Batch) error {
 // (see Batch.Writeback).
 func runHints(hints []BatchHint) {
 	for _, h := range hints {
-		if h.Sync {
+		switch {
+		case h.Sync:
 			StartSync(h.File)
-			continue
+		case h.Release:
+			_ = h.File.Release(h.Off, h.Len)
+		default:
+			_ = h.File.Writeback(h.Off, h.Len)
 		}
-		_ = h.File.Writeback(h.Off, h.Len)
 	}
 }
 

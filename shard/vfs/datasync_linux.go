@@ -28,6 +28,15 @@ func pwritev(f *os.File, bufs [][]byte, off int64) (int, error) {
 	}
 }
 
+// release drops the clean cached pages of a range:
+// posix_fadvise(POSIX_FADV_DONTNEED).
+func release(f *os.File, off, n int64) error {
+	if err := unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED); err != nil {
+		return &os.PathError{Op: "fadvise", Path: f.Name(), Err: err}
+	}
+	return nil
+}
+
 // writeback starts writeback of a range: sync_file_range with only
 // SYNC_FILE_RANGE_WRITE queues the dirty pages for I/O and returns without
 // waiting for it (it can still wait for a congested device queue).

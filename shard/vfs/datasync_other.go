@@ -22,3 +22,7 @@ func pwritev(f *os.File, bufs [][]byte, off int64) (int, error) {
 // writeback is a no-op where sync_file_range does not exist: the hint only
 // shortens a later Datasync.
 func writeback(*os.File, int64, int64) error { return nil }
+
+// release is a no-op where posix_fadvise is not used: the hint only frees
+// page cache sooner.
+func release(*os.File, int64, int64) error { return nil }

@@ -75,6 +75,11 @@ type WritebackStats struct {
 	End int64
 	// SyncStarts counts StartSync calls (background fdatasyncs).
 	SyncStarts int
+	// Releases and ReleasedBytes count Release hints; ReleasedEnd is the
+	// highest offset one reached.
+	Releases      int
+	ReleasedBytes int64
+	ReleasedEnd   int64
 }
 
 type fnode struct {
@@ -1000,6 +1005,31 @@ func (ff *faultFile) Writeback(off, n int64) error {
 	st.Calls++
 	st.Bytes += n
 	st.End = max(st.End, off+n)
+	ff.fs.hints[ff.path] = st
+	return nil
+}
+
+// Release records the hint (see Writebacks) and changes nothing else: the
+// model has no page cache, and dropping clean pages changes no data.
+func (ff *faultFile) Release(off, n int64) error {
+	ff.fs.mu.Lock()
+	defer ff.fs.mu.Unlock()
+	if ff.closed {
+		return pathErr("fadvise", ff.name, ErrClosed)
+	}
+	if ff.fs.crashed || ff.fs.halted {
+		return pathErr("fadvise", ff.name, fmt.Errorf("%w: filesystem crashed or halted", ErrInjected))
+	}
+	if off < 0 || n < 0 {
+		return pathErr("fadvise", ff.name, syscall.EINVAL)
+	}
+	if ff.fs.hints == nil {
+		ff.fs.hints = map[string]WritebackStats{}
+	}
+	st := ff.fs.hints[ff.path]
+	st.Releases++
+	st.ReleasedBytes += n
+	st.ReleasedEnd = max(st.ReleasedEnd, off+n)
 	ff.fs.hints[ff.path] = st
 	return nil
 }

@@ -160,6 +160,17 @@ func (o *osFile) Writeback(off, n int64) error {
 	}
 	return writeback(o.f, off, n)
 }
+
+func (o *osFile) Release(off, n int64) error {
+	if off < 0 || n < 0 {
+		return &fs.PathError{Op: "fadvise", Path: o.f.Name(), Err: syscall.EINVAL}
+	}
+	if n == 0 {
+		return nil
+	}
+	return release(o.f, off, n)
+}
+
 func (o *osFile) Truncate(size int64) error { return o.f.Truncate(size) }
 func (o *osFile) Close() error              { return o.f.Close() }
 func (o *osFile) Name() string              { return o.f.Name() }

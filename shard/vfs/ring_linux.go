@@ -185,6 +185,7 @@ const (
 	opRead
 	opFsync
 	opSyncRange
+	opFadvise
 )
 
 // ringOp is one logical operation; it may take several SQEs when the
@@ -211,6 +212,8 @@ func (op *ringOp) prep(sqe *giouring.SubmissionQueueEntry, idx int) {
 		sqe.PrepareFsync(op.fd, op.flags)
 	case opSyncRange:
 		sqe.PrepareSyncFileRange(op.fd, op.span, uint64(op.off), int(op.flags))
+	case opFadvise:
+		sqe.PrepareFadvise(op.fd, uint64(op.off), int(op.span), op.flags)
 	case opWrite, opRead:
 		// The iovec array lives in op (Go heap, kept alive by the caller
 		// of run) and points at the caller's buffers, which the Go
@@ -347,7 +350,7 @@ func (r *Ring) abandon(ops []*ringOp, inflight int, err error) {
 		r.ring.CQAdvance(n)
 	}
 	for _, op := range ops {
-		if op.err == nil && !op.eof && (op.kind == opFsync || op.kind == opSyncRange || op.kind == opNop || len(op.bufs) > 0) {
+		if op.err == nil && !op.eof && (op.kind == opFsync || op.kind == opSyncRange || op.kind == opFadvise || op.kind == opNop || len(op.bufs) > 0) {
 			op.err = r.broken
 		}
 	}
@@ -389,10 +392,21 @@ const maxSyncRange = 1 << 30
 
 // rangeOps turns a writeback hint into sync_file_range operations.
 func rangeOps(fd int, off, n int64) []*ringOp {
+	return splitRange(opSyncRange, unix.SYNC_FILE_RANGE_WRITE, fd, off, n)
+}
+
+// releaseOps turns a release hint into fadvise(DONTNEED) operations.
+func releaseOps(fd int, off, n int64) []*ringOp {
+	return splitRange(opFadvise, unix.FADV_DONTNEED, fd, off, n)
+}
+
+// splitRange makes operations of kind over n bytes at off, each at most
+// maxSyncRange long (both ops carry a 32-bit length).
+func splitRange(kind int, flags uint32, fd int, off, n int64) []*ringOp {
 	var ops []*ringOp
 	for n > 0 {
 		l := min(n, maxSyncRange)
-		ops = append(ops, &ringOp{kind: opSyncRange, fd: fd, off: off, span: uint32(l), flags: unix.SYNC_FILE_RANGE_WRITE})
+		ops = append(ops, &ringOp{kind: kind, fd: fd, off: off, span: uint32(l), flags: flags})
 		off += l
 		n -= l
 	}
@@ -504,11 +518,14 @@ func (r *Ring) Submit(b *Batch) error {
 			runHints([]BatchHint{h})
 			continue
 		}
-		if h.Sync {
+		switch {
+		case h.Sync:
 			hops = append(hops, &ringOp{kind: opFsync, fd: rf.fd, flags: giouring.FsyncDatasync})
-			continue
+		case h.Release:
+			hops = append(hops, releaseOps(rf.fd, h.Off, h.Len)...)
+		default:
+			hops = append(hops, rangeOps(rf.fd, h.Off, h.Len)...)
 		}
-		hops = append(hops, rangeOps(rf.fd, h.Off, h.Len)...)
 	}
 	if len(hops) > 0 {
 		r.mu.Lock()
@@ -666,6 +683,29 @@ func (rf *ringFile) Writeback(off, n int64) error {
 	for _, op := range ops {
 		if op.err != nil {
 			return &fs.PathError{Op: "sync_file_range", Path: rf.f.Name(), Err: op.err}
+		}
+	}
+	return nil
+}
+
+// Release issues fadvise(POSIX_FADV_DONTNEED) on the ring.
+func (rf *ringFile) Release(off, n int64) error {
+	if err := rf.check("fadvise"); err != nil {
+		return err
+	}
+	if off < 0 || n < 0 {
+		return &fs.PathError{Op: "fadvise", Path: rf.f.Name(), Err: unix.EINVAL}
+	}
+	ops := releaseOps(rf.fd, off, n)
+	if len(ops) == 0 {
+		return nil
+	}
+	rf.r.mu.Lock()
+	rf.r.run(ops)
+	rf.r.mu.Unlock()
+	for _, op := range ops {
+		if op.err != nil {
+			return &fs.PathError{Op: "fadvise", Path: rf.f.Name(), Err: op.err}
 		}
 	}
 	return nil

@@ -111,6 +111,11 @@ type File interface {
 	// it (sync_file_range(SYNC_FILE_RANGE_WRITE) on Linux, nothing
 	// elsewhere). A hint: it makes nothing durable.
 	Writeback(off, n int64) error
+	// Release lets the kernel drop the cached pages of n bytes at off
+	// (posix_fadvise(POSIX_FADV_DONTNEED) on Linux, nothing elsewhere).
+	// A hint for ranges already durable: it changes no data, a later read
+	// brings the pages back, and dirty pages are not dropped.
+	Release(off, n int64) error
 	// Truncate changes the file size.
 	Truncate(size int64) error
 	// Size returns the current size.
