@@ -549,6 +549,62 @@ func TestLeaderRedirectAfterNotAccepted(t *testing.T) {
 	}
 }
 
+// A metadata request answered TransientNotCommitted (57: a backup whose
+// forward to the primary timed out, which may still commit it) is replayed
+// with the same session and request number only; when a leader check then
+// moves the client to another node (a new session), it is not sent there
+// under the new identity, which the cluster could apply a second time: the
+// call fails with ErrOutcomeUnknown.
+func TestMetadataInDoubtIsNotResentOnANewSession(t *testing.T) {
+	a, b := newFakeServer(t), newFakeServer(t)
+	a.roster = rosterFor(a.addr, a.addr, b.addr)
+	b.roster = a.roster
+	c := dial(t, testConfig(a.addr))
+	moved := rosterFor(b.addr, a.addr, b.addr)
+	var answered atomic.Int32
+	a.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) ([]byte, bool) {
+		if h.Code != wire.CmdCreateStream {
+			return nil, false
+		}
+		if answered.Add(1) == 1 {
+			// The first answer is in doubt; then leadership moves to b and
+			// a refuses the replays.
+			a.mu.Lock()
+			a.roster = moved
+			a.mu.Unlock()
+			b.mu.Lock()
+			b.roster = moved
+			b.mu.Unlock()
+			return wire.AppendRejectionReply(nil, &h, wire.CodeTransientNotCommitted), true
+		}
+		return wire.AppendRejectionReply(nil, &h, wire.CodeTransientNotAccepted), true
+	})
+	_, err := c.CreateStream(ctx(t), "s", nil)
+	if !errors.Is(err, ErrOutcomeUnknown) || !wire.HasCode(err, wire.CodeTransientNotCommitted) {
+		t.Fatalf("want ErrOutcomeUnknown (TransientNotCommitted), got %v", err)
+	}
+	if !sameAddress(c.Addr(), b.addr) {
+		t.Fatalf("client on %s, want the new leader %s", c.Addr(), b.addr)
+	}
+	if n := b.countCode(wire.CmdCreateStream); n != 0 {
+		t.Fatalf("the in-doubt request was sent %d times under the new session", n)
+	}
+	var creates []record
+	for _, r := range a.recorded() {
+		if r.header.Code == wire.CmdCreateStream {
+			creates = append(creates, r)
+		}
+	}
+	if len(creates) < 2 {
+		t.Fatalf("%d create frames on a, want the in-doubt one and its replays", len(creates))
+	}
+	for i, r := range creates {
+		if !bytes.Equal(r.frame, creates[0].frame) {
+			t.Fatalf("replay %d is not the same frame (same session, same request number)", i)
+		}
+	}
+}
+
 func TestRedirectsAreBounded(t *testing.T) {
 	a, b := newFakeServer(t), newFakeServer(t)
 	// Each node claims the other leads: a redirect loop the client must cut.
@@ -1171,7 +1227,8 @@ func TestUnknownSendStaysInDoubtAfterUnsentRetry(t *testing.T) {
 }
 
 // A send answered TransientNotCommitted (57: a group that stopped after a
-// storage failure answers so what it had prepared) is in doubt exactly as
+// storage failure answers so what it had prepared, a backup so a forward
+// that timed out) is in doubt exactly as
 // after a lost reply: when its replay is refused as InvalidSession the call
 // fails with ErrOutcomeUnknown instead of sending the batch again under a
 // fresh identity.

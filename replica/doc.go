@@ -215,10 +215,13 @@
 // heartbeat (it does so after every committed metadata op, forwarded or
 // not, so every node's metadata view follows closely), and the forwarding node answers only once it applied the op
 // itself (at most a forward deadline later), so the client's next request
-// there sees what it just created, joined or sent. A
-// forward unanswered within
-// cluster.heartbeat_timeout, or refused by a peer that is no longer
-// primary, is answered 58 (TransientNotAccepted), which clients replay.
+// there sees what it just created, joined or sent. A forward that could
+// not be sent, or that a peer no longer primary refused, is answered 58
+// (TransientNotAccepted); one unanswered within cluster.heartbeat_timeout
+// is answered 57 (TransientNotCommitted, in doubt: the primary may have
+// prepared it and may still commit it). Clients replay both with the same
+// request identity (iggo's client never sends a request answered 57 under
+// a new one: it reports the outcome unknown instead).
 // Metadata requests carry the client's session, so a replay is applied at
 // most once. A send that carries a producer identity (header bytes
 // 200..232, iggo's client) is applied at most once by its partition's

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -25,6 +26,8 @@ type testNet struct {
 	queue  []netMsg
 	// down drops every message to that replica (-1: none).
 	down int
+	// lose, when set, drops the messages it returns true for.
+	lose func(netMsg) bool
 }
 
 type netMsg struct {
@@ -43,10 +46,16 @@ type netHost struct {
 	// commitNow: groups asked to broadcast their commit after a served
 	// forward (as the node does).
 	commitNow bool
+	// peerErr, when set, fails SendPeer (the link to the peer is down):
+	// nothing is sent.
+	peerErr error
 }
 
 func (h *netHost) Send(_ *Group, e vsr.Envelope) { h.net.post(h.idx, e.To, e.Message) }
 func (h *netHost) SendPeer(to uint8, m vsr.Message) error {
+	if h.peerErr != nil {
+		return h.peerErr
+	}
 	h.net.post(h.idx, to, m)
 	return nil
 }
@@ -121,7 +130,7 @@ func (n *testNet) settle() {
 		q := n.queue
 		n.queue = nil
 		for _, m := range q {
-			if int(m.to) != n.down {
+			if int(m.to) != n.down && (n.lose == nil || !n.lose(m)) {
 				n.deliver(m)
 			}
 		}
@@ -215,29 +224,84 @@ func TestForwardedReplyWaitsForTheLocalApply(t *testing.T) {
 	}
 }
 
-// TestForwardTimesOut: a request forwarded to a primary that never
-// answers is answered TransientNotAccepted once the forward timeout
-// passed, not before.
+// TestForwardTimesOut: a request forwarded to a primary that does not
+// answer is answered TransientNotCommitted (in doubt) once the forward
+// timeout passed, not before, whether the forward was lost or only the
+// primary's reply: in the second case the primary commits the request all
+// the same, which is why the answer must not read as refused (58).
 func TestForwardTimesOut(t *testing.T) {
-	const timeout = 40
-	n := newTestNet(t, vfs.NewFault(22), timeout)
+	for _, tc := range []struct {
+		name      string
+		replyLost bool
+	}{{"primary down", false}, {"reply lost", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const timeout = 40
+			n := newTestNet(t, vfs.NewFault(22), timeout)
+			n.runUntil("normal status", 2000, n.normal)
+			p, b := n.primary()
+			if tc.replyLost {
+				n.lose = func(m netMsg) bool { return m.m.Header.Command() == vsr.CmdForwardReply }
+			} else {
+				n.down = p
+			}
+			hb := n.hosts[b]
+			w := &testWaiter{}
+			n.groups[b].Submit(w, vsr.Request{Operation: testOperation, WallClock: 1, Body: []byte("lost")})
+			for i := 0; i < timeout-1; i++ {
+				n.settle()
+				n.groups[b].Tick(1)
+			}
+			n.settle()
+			if len(hb.delivered) != 0 {
+				t.Fatalf("answered before the forward timeout: status %d", w.reply.Status)
+			}
+			n.groups[b].Tick(1)
+			n.settle()
+			if len(hb.delivered) != 1 || w.reply.Status != vsr.StatusTransientNotCommitted || w.code != 0 {
+				t.Fatalf("after the forward timeout: %d answers, status %d code %d", len(hb.delivered), w.reply.Status, w.code)
+			}
+			if vsr.Status(CodeInDoubt) != vsr.StatusTransientNotCommitted {
+				t.Fatalf("CodeInDoubt %d is not TransientNotCommitted", CodeInDoubt)
+			}
+			committed := false
+			for _, body := range n.sms[p].bodies {
+				committed = committed || string(body) == "lost"
+			}
+			if committed != tc.replyLost {
+				t.Fatalf("the primary applied the forwarded request: %v, want %v", committed, tc.replyLost)
+			}
+		})
+	}
+}
+
+// TestForwardNotSentIsNotAccepted: a forward whose frame could not be sent
+// (SendPeer failed) is answered TransientNotAccepted at once: the primary
+// cannot have it, so it is not in doubt.
+func TestForwardNotSentIsNotAccepted(t *testing.T) {
+	n := newTestNet(t, vfs.NewFault(23), 40)
 	n.runUntil("normal status", 2000, n.normal)
 	p, b := n.primary()
-	n.down = p
 	hb := n.hosts[b]
+	hb.peerErr = errors.New("link down")
 	w := &testWaiter{}
-	n.groups[b].Submit(w, vsr.Request{Operation: testOperation, WallClock: 1, Body: []byte("lost")})
-	for i := 0; i < timeout-1; i++ {
-		n.settle()
-		n.groups[b].Tick(1)
-	}
-	n.settle()
-	if len(hb.delivered) != 0 {
-		t.Fatalf("answered before the forward timeout: status %d", w.reply.Status)
-	}
-	n.groups[b].Tick(1)
+	n.groups[b].Submit(w, vsr.Request{Operation: testOperation, WallClock: 1, Body: []byte("unsent")})
 	n.settle()
 	if len(hb.delivered) != 1 || w.reply.Status != vsr.StatusTransientNotAccepted || w.code != 0 {
-		t.Fatalf("after the forward timeout: %d answers, status %d code %d", len(hb.delivered), w.reply.Status, w.code)
+		t.Fatalf("unsent forward: %d answers, status %d code %d", len(hb.delivered), w.reply.Status, w.code)
+	}
+	if len(n.groups[b].fwd) != 0 {
+		t.Fatalf("unsent forward still awaits a reply: %v", n.groups[b].fwd)
+	}
+	for i := 0; i < 50; i++ {
+		n.groups[b].Tick(1)
+		n.settle()
+	}
+	if len(hb.delivered) != 1 {
+		t.Fatalf("unsent forward answered %d times", len(hb.delivered))
+	}
+	for _, body := range n.sms[p].bodies {
+		if string(body) == "unsent" {
+			t.Fatal("the primary applied a request never forwarded to it")
+		}
 	}
 }

@@ -49,7 +49,10 @@
 // replica has not applied yet is held until it has (or the forward timeout
 // passes), so the client's next request here sees its own write. A request
 // the primary does not answer within Spec.ForwardTimeoutTicks is answered
-// TransientNotAccepted, which clients retry. SubmitHere submits without
+// TransientNotCommitted (57, CodeInDoubt): the primary may have prepared it
+// and may still commit it. One whose Forward frame could not be sent
+// (Host.SendPeer failed) is answered TransientNotAccepted (58). Clients
+// replay both with the same request identity. SubmitHere submits without
 // forwarding (a request another replica forwarded here).
 //
 // After each drive of a group its role is compared with the last one

@@ -9,9 +9,14 @@ import (
 
 // Forwarding (cluster mode): a request reaching a backup in normal status
 // goes to the group's primary in a vsr Forward frame; the primary's
-// ForwardReply answers the waiter. A forwarded request the primary does not
-// answer within the forward timeout is answered TransientNotAccepted,
-// which clients retry.
+// ForwardReply answers the waiter. A forward that could not be sent (the
+// frame never left this node) is answered TransientNotAccepted (58): the
+// primary cannot have it. One the primary does not answer within the
+// forward timeout is answered TransientNotCommitted (57, CodeInDoubt): the
+// primary may have prepared it and may still commit it (only its reply
+// may have been lost), so it must not read as refused. Clients replay
+// both with the same request identity, which the session (or producer)
+// table dedupes.
 
 // forwardTarget returns the primary a request should be forwarded to: set
 // when this replica is a backup in normal status (a replica in a view
@@ -32,27 +37,35 @@ func (g *Group) forward(to uint8, req vsr.Request) {
 	}
 	g.fwd[req.Token] = g.ticks + g.fwdTimeout
 	if err := g.host.SendPeer(to, vsr.EncodeForward(g.sender, req)); err != nil {
-		g.forwardFailed(req.Token)
+		g.forwardFailed(req.Token, vsr.StatusTransientNotAccepted) // never sent
 	}
 }
 
-func (g *Group) forwardFailed(token uint64) {
+// forwardFailed answers a forwarded request the primary did not answer
+// with a reply of status: TransientNotAccepted when the forward was never
+// sent, CodeInDoubt's TransientNotCommitted when it timed out. It is a
+// reply status (Waiter.SetReply), as vsr's own answer to a request it took
+// but cannot finish is, not a code (SetCode): the node's own system
+// commands replay a reply of either status with the same request number
+// (a code would end them as refused).
+func (g *Group) forwardFailed(token uint64, status vsr.Status) {
 	delete(g.fwd, token)
 	w, ok := g.waiting[token]
 	if !ok {
 		return
 	}
 	delete(g.waiting, token)
-	w.SetReply(vsr.Reply{Status: vsr.StatusTransientNotAccepted})
+	w.SetReply(vsr.Reply{Status: status})
 	g.host.Deliver(w)
 }
 
-// expireForwards answers forwarded requests the primary did not answer in
-// time, oldest token first.
+// expireForwards answers the forwarded requests the primary did not
+// answer in time, oldest token first, in doubt: the primary may have
+// prepared one and may still commit it.
 func (g *Group) expireForwards() {
 	for _, tok := range slices.Sorted(maps.Keys(g.fwd)) {
 		if g.ticks >= g.fwd[tok] {
-			g.forwardFailed(tok)
+			g.forwardFailed(tok, vsr.Status(CodeInDoubt))
 		}
 	}
 }

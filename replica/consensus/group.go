@@ -80,11 +80,12 @@ const CodeUnavailable = uint32(vsr.StatusTransientNotAccepted)
 
 // CodeInDoubt answers the requests a stopping group had already taken
 // into its pipeline (prepared, journaled or forwarded to the primary) but
-// not yet answered: Iggy's TransientNotCommitted (57). Such a request may
-// still commit, on the other replicas or from this node's journal after
-// the restart, so the answer must not say it was refused; the client
-// treats it as a lost reply and retries with the same request identity,
-// which the session (or producer) table dedupes.
+// not yet answered, and (as a reply status, see forwardFailed) a forward
+// the primary did not answer in time: Iggy's TransientNotCommitted (57).
+// Such a request may still commit, on the other replicas or from this
+// node's journal after the restart, so the answer must not say it was
+// refused; the client treats it as a lost reply and retries with the same
+// request identity, which the session (or producer) table dedupes.
 const CodeInDoubt = uint32(vsr.StatusTransientNotCommitted)
 
 // Spec describes a group to open.
