@@ -31,6 +31,11 @@
 //     still lose the range. It exists so that a later Datasync finds most
 //     pages already written and returns quickly (RocksDB's bytes_per_sync).
 //     It reports no write error; the next Datasync does.
+//   - Release lets the kernel drop a range's cached pages. It changes no
+//     data and has no durability meaning; callers name ranges they made
+//     durable (clean pages), which the kernel frees at once, so the memory
+//     is reused by the next writes instead of the page cache growing. It
+//     reports no error that matters.
 //   - A failed Datasync leaves the state of the unsynced data unknown (Linux
 //     may already have dropped the dirty pages, so a retry can "succeed"
 //     without the data being on disk). Callers treat it as fatal for the
