@@ -159,7 +159,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(o.Log, "   %.1f MB/s (load %.2f)\n", d.MBps, d.Load)
+		fmt.Fprintf(o.Log, "   %.1f MB/s, %.1f MB/s with pages released (load %.2f)\n", d.MBps, d.ReleasedMBps, d.Load)
 		res.Disk = &d
 	}
 	var failures []string

@@ -137,7 +137,7 @@ func TestIggoReportFigure(t *testing.T) {
 func TestCompareMarkdownAndChart(t *testing.T) {
 	res := &CompareResult{Started: time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC), Host: "h", Cores: 2, MessageSize: 1000, BatchSize: 1000,
 		NATSServerVersion: "v2.15.2", NATSCLIVersion: "v0.5.0", Modes: []JSMode{{"fast", 1000}, {"async", 500}},
-		Disk: &Disk{Bytes: 1 << 30, Chunk: 16 << 20, MBps: 300, Load: 3}}
+		Disk: &Disk{Bytes: 1 << 30, Chunk: 16 << 20, MBps: 300, ReleasedMBps: 600, Load: 3}}
 	res.Rows = []Row{
 		{Setup: SetupSingle, Durability: "persisted", Producers: 1, Messages: 50_000, Iggo: Figure{MsgsPerSec: 150_000, P50Ms: 2, P99Ms: 4, Load: 1},
 			JetStream: []Figure{{MsgsPerSec: 3_000, Load: 2}, {MsgsPerSec: 5_000, Load: 2.5}}},
@@ -159,7 +159,7 @@ func TestCompareMarkdownAndChart(t *testing.T) {
 	for _, want := range []string{
 		"| single node | persisted | R1 file store, sync always | 1 | 50,000 | 150,000 | 2.0 / 4.0 | 3,000 | 0.0 / 0.0 | 50.0x | 5,000 | 0.0 / 0.0 | 30.0x | 30.0x | 1.0; 2.0, 2.5 |",
 		"| 3-node | replicated | R3 file store, default sync | 4 | 2,000,000 | failed | – | 40,000 |",
-		"150.0 MB/s of payload, 50% of the disk's 300.0 MB/s",
+		"150.0 MB/s of payload, 50% of the disk's 300.0 MB/s (25% of its 600.0 MB/s with pages released).",
 		"- 3-node, replicated, 4 producer(s), iggo: boom",
 		"Disk: 1,024 MiB in 16 MiB writes",
 		"iggo 3-node throughput as a share of the single node's: persisted 1p 40%.",
@@ -212,7 +212,7 @@ func TestDiskBandwidth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Bytes != 3<<20 || d.MBps <= 0 || d.Seconds <= 0 {
+	if d.Bytes != 3<<20 || d.MBps <= 0 || d.Seconds <= 0 || d.ReleasedMBps <= 0 {
 		t.Fatalf("%+v", d)
 	}
 	if _, err := DiskBandwidth(t.Context(), t.TempDir(), 1<<20, 2<<20); err == nil {

@@ -66,8 +66,8 @@ func (r *CompareResult) Markdown() string {
 	fmt.Fprintf(&b, "Measured %s on %s (%d cores); nats-server %s, nats CLI %s; %d-byte messages; iggo: `iggo bench pp`, batches of %d; JetStream: %s.\n\n",
 		r.Started.Format("2006-01-02 15:04 UTC"), r.Host, r.Cores, r.NATSServerVersion, r.NATSCLIVersion, r.MessageSize, r.BatchSize, strings.Join(modes, ", "))
 	if r.Disk != nil {
-		fmt.Fprintf(&b, "Disk: %s MiB in %s MiB writes, each followed by fdatasync: %.1f MB/s (load %.2f).\n\n",
-			thousands(r.Disk.Bytes>>20), thousands(r.Disk.Chunk>>20), r.Disk.MBps, r.Disk.Load)
+		fmt.Fprintf(&b, "Disk: %s MiB in %s MiB writes, each followed by fdatasync: %.1f MB/s; with each synced write's pages released from the page cache: %.1f MB/s (load %.2f).\n\n",
+			thousands(r.Disk.Bytes>>20), thousands(r.Disk.Chunk>>20), r.Disk.MBps, r.Disk.ReleasedMBps, r.Disk.Load)
 	}
 	b.WriteString("| Setup | iggo durability | JetStream | Producers | Messages | iggo msgs/s | iggo p50 / p99 ms |")
 	sep := "|---|---|---|---|---|---|---|"
@@ -99,8 +99,12 @@ func (r *CompareResult) Markdown() string {
 		for _, row := range r.Rows {
 			if row.Setup == SetupSingle && row.Durability == "persisted" && row.Iggo.Err == "" {
 				mbps := row.Iggo.MsgsPerSec * float64(r.MessageSize) / 1e6
-				fmt.Fprintf(&b, "\nSingle node, persisted, %d producer(s): %.1f MB/s of payload, %.0f%% of the disk's %.1f MB/s.\n",
+				fmt.Fprintf(&b, "\nSingle node, persisted, %d producer(s): %.1f MB/s of payload, %.0f%% of the disk's %.1f MB/s",
 					row.Producers, mbps, 100*mbps/r.Disk.MBps, r.Disk.MBps)
+				if r.Disk.ReleasedMBps > 0 {
+					fmt.Fprintf(&b, " (%.0f%% of its %.1f MB/s with pages released)", 100*mbps/r.Disk.ReleasedMBps, r.Disk.ReleasedMBps)
+				}
+				b.WriteString(".\n")
 			}
 		}
 	}
