@@ -167,13 +167,16 @@ func (sh *shardLoop) serveForward(g *consensus.Group, from uint8, m vsr.Message)
 	req := vsr.ForwardedRequest(m)
 	origin := vsr.ForwardOriginOf(m)
 	n := sh.n
-	t := &task{then: func(t *task) {
+	// Early: the reply goes out when the op commits, before this node's
+	// segment write, and the commit broadcast follows at the end of the
+	// group's Ready loop, so the backup can apply (and answer) meanwhile.
+	t := &task{early: true, then: func(t *task) {
 		rp := vsr.Reply{Op: t.op, Status: t.vstatus, Eviction: t.evict, Body: t.reply}
 		n.sendPlane(from, vsr.EncodeForwardReply(n.sender(g.ID()), origin, rp, t.status))
 		if t.status == 0 && t.vstatus == vsr.StatusOK && g.Usable() {
 			// Let the backup apply the op now rather than at the next
 			// commit heartbeat.
-			g.CommitNow()
+			g.CommitSoon()
 		}
 	}}
 	req.WallClock = max(req.WallClock, nowMicros())

@@ -51,7 +51,11 @@
 //     apply ops, then the segment writes of the applied batches (one
 //     vectored write per segment, all in one submission). Replies go out
 //     last, so a send's reply never releases the connection's buffer while a
-//     write still references it.
+//     write still references it. In a cluster a send's reply and a
+//     forwarded request's ForwardReply go out as the op commits (task
+//     early): the shard copied the batch, so nothing the pass still writes
+//     references the connection's buffer, and neither waits for the
+//     segment write.
 //
 // # One send
 //

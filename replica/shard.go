@@ -142,8 +142,13 @@ func (sh *shardLoop) Deliver(w consensus.Waiter) { sh.complete(w.(*task)) }
 // complete records a finished task; it is finished (task.finish) after the
 // iteration's storage work: a send's reply must not release the
 // connection's buffer while a segment write still references it, and an
-// internal callback may submit more work for the next pass.
+// internal callback may submit more work for the next pass. An early task
+// (task.early) finishes at once.
 func (sh *shardLoop) complete(t *task) {
+	if t.early {
+		t.finish()
+		return
+	}
 	if t.internal() {
 		sh.internal = append(sh.internal, t)
 		return

@@ -28,6 +28,13 @@ type task struct {
 	// work). A task with neither is not waited for. finish picks.
 	done chan struct{}
 	then func(*task)
+	// early finishes the task as soon as it completes instead of after the
+	// iteration's storage work (shardLoop.complete). Set only where nothing
+	// that work writes references the task's buffers: a clustered send,
+	// whose body the shard copied before submitting it, and a forwarded
+	// request's reply to the backup that forwarded it. Its reply then
+	// does not wait for the segment write of the op it answers.
+	early bool
 }
 
 // result is what the shard answers a task with.
@@ -53,6 +60,7 @@ func (t *task) SetReply(rp vsr.Reply) {
 
 func (t *task) resetResult() {
 	t.status, t.vstatus, t.evict, t.op, t.reply = 0, 0, 0, 0, nil
+	t.early = false
 	t.poll.Reset()
 }
 

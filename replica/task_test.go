@@ -63,3 +63,50 @@ func TestConnTaskReuseAllocatesNothing(t *testing.T) {
 		t.Errorf("a poll allocates %.1f times", n)
 	}
 }
+
+// TestEarlyTasksFinishAtCompletion: an early task (task.early) finishes
+// when it completes; the others wait for the iteration's storage work
+// (wakeConns, the internal callbacks in settle). A single node's send is
+// not early (its segment write references the connection's buffer), and
+// a connection's next request starts not early.
+func TestEarlyTasksFinishAtCompletion(t *testing.T) {
+	sh := testShard(t, vfs.NewFault(2))
+	signalled := func(tk *task) bool {
+		select {
+		case <-tk.done:
+			return true
+		default:
+			return false
+		}
+	}
+	late := &task{done: make(chan struct{}, 1)}
+	early := &task{done: make(chan struct{}, 1), early: true}
+	ran := 0
+	earlyInternal := &task{early: true, then: func(*task) { ran++ }}
+	sh.complete(late)
+	sh.complete(early)
+	sh.complete(earlyInternal)
+	if signalled(late) || !signalled(early) || ran != 1 {
+		t.Fatalf("at completion: late %v, early %v, early callback ran %d times", signalled(late), signalled(early), ran)
+	}
+	sh.wakeConns()
+	if !signalled(late) {
+		t.Fatal("late task not finished by wakeConns")
+	}
+
+	spec := partitionSpec{stream: 1, topic: 2, id: 3, revision: 7, config: topicConfig(metadata.DurabilityReplicated)}
+	p, err := sh.openPartition(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := &task{req: &sendReq{partRef: partRef{ns: p.ns, rev: p.revision}, body: testBatch(t, 0, 2, 10)}}
+	if !run(sh, tk) || tk.status != 0 || tk.early {
+		t.Fatalf("single-node send: status %d, early %v", tk.status, tk.early)
+	}
+
+	tk.early = true
+	tk.resetResult()
+	if tk.early {
+		t.Fatal("a connection's next request starts early")
+	}
+}

@@ -535,6 +535,14 @@ func (g *Group) CommitNow() {
 	g.host.MarkDirty(g)
 }
 
+// CommitSoon is CommitNow for a caller inside the group's Ready
+// processing (a waiter answered by a reply): the broadcast goes out when
+// the current Ready loop ends, in the same pass.
+func (g *Group) CommitSoon() {
+	g.commitNow = true
+	g.host.MarkDirty(g)
+}
+
 // complete routes a reply to its waiter.
 func (g *Group) complete(rp *vsr.Reply) {
 	w, ok := g.waiting[rp.Token]
