@@ -86,7 +86,9 @@ func (g *Group) runCheckpoint(c *vsr.CheckpointRequest, res *readyResults) {
 	}
 	res.hasCkpt = true
 	res.ckptOp = c.Op
+	start := time.Now()
 	res.ckptM, res.ckptErr = g.sm.Checkpoint(c.Op, c.Sessions)
+	g.met.ObserveStorage(metrics.Checkpoint, time.Since(start))
 	if res.ckptErr != nil {
 		g.log.Error("checkpoint failed", zap.Uint64("op", c.Op), zap.Error(res.ckptErr))
 	}

@@ -71,10 +71,14 @@ const (
 	// SegmentSync is a segment fdatasync submitted on its own (no group
 	// commit to ride).
 	SegmentSync
+	// Checkpoint is one group checkpoint on its shard loop: the state
+	// machine's files, syncs and superblock (the view state that names it
+	// is a separate write).
+	Checkpoint
 	storageKinds
 )
 
-var storageKindNames = [storageKinds]string{"journal_write", "group_commit", "segment_write", "segment_sync"}
+var storageKindNames = [storageKinds]string{"journal_write", "group_commit", "segment_write", "segment_sync", "checkpoint"}
 
 // GroupKind labels consensus events: the metadata group or a partition.
 type GroupKind uint8

@@ -53,6 +53,7 @@ func TestInstrumentsAndState(t *testing.T) {
 		m.ObserveRequest(wire.TransportHTTP, f, time.Millisecond)
 	}
 	m.ObserveStorage(GroupCommit, time.Millisecond)
+	m.ObserveStorage(Checkpoint, 3*time.Millisecond)
 	m.ViewChange(Metadata)
 	m.HTTPRequest()
 	if n := testutil.CollectAndCount(m.requests); n != 1 {
@@ -82,6 +83,29 @@ func TestInstrumentsAndState(t *testing.T) {
 		if !strings.Contains(" "+all+" ", " "+want+" ") {
 			t.Errorf("registry lacks %s (has %s)", want, all)
 		}
+	}
+	if out, err := testutil.GatherAndCount(m.Registry(), "iggo_storage_submit_seconds"); err != nil || out != int(storageKinds) {
+		t.Fatalf("%d storage series (%v), want one per kind (%d)", out, err, storageKinds)
+	}
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, fam := range families {
+		if fam.GetName() != "iggo_storage_submit_seconds" {
+			continue
+		}
+		for _, s := range fam.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == "checkpoint" {
+					found = s.GetHistogram().GetSampleCount() == 1 && s.GetHistogram().GetSampleSum() == 0.003
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("the checkpoint observation is not exported as kind=\"checkpoint\"")
 	}
 	if v := testutil.ToFloat64(m.httpRequests); v != 1 {
 		t.Fatalf("http_requests_total %v", v)
