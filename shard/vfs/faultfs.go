@@ -987,24 +987,32 @@ func (ff *faultFile) Sync() error { return ff.Datasync() }
 // the model, as on a disk, a started writeback makes nothing durable, so a
 // crash treats the range like any other unsynced write.
 func (ff *faultFile) Writeback(off, n int64) error {
+	return ff.hint("sync_file_range", off, n, func(st *WritebackStats) {
+		st.Calls++
+		st.Bytes += n
+		st.End = max(st.End, off+n)
+	})
+}
+
+// hint checks a range hint of n bytes at off (named op in errors) and
+// records it in the file's WritebackStats with record.
+func (ff *faultFile) hint(op string, off, n int64, record func(*WritebackStats)) error {
 	ff.fs.mu.Lock()
 	defer ff.fs.mu.Unlock()
 	if ff.closed {
-		return pathErr("sync_file_range", ff.name, ErrClosed)
+		return pathErr(op, ff.name, ErrClosed)
 	}
 	if ff.fs.crashed || ff.fs.halted {
-		return pathErr("sync_file_range", ff.name, fmt.Errorf("%w: filesystem crashed or halted", ErrInjected))
+		return pathErr(op, ff.name, fmt.Errorf("%w: filesystem crashed or halted", ErrInjected))
 	}
 	if off < 0 || n < 0 {
-		return pathErr("sync_file_range", ff.name, syscall.EINVAL)
+		return pathErr(op, ff.name, syscall.EINVAL)
 	}
 	if ff.fs.hints == nil {
 		ff.fs.hints = map[string]WritebackStats{}
 	}
 	st := ff.fs.hints[ff.path]
-	st.Calls++
-	st.Bytes += n
-	st.End = max(st.End, off+n)
+	record(&st)
 	ff.fs.hints[ff.path] = st
 	return nil
 }
@@ -1012,26 +1020,11 @@ func (ff *faultFile) Writeback(off, n int64) error {
 // Release records the hint (see Writebacks) and changes nothing else: the
 // model has no page cache, and dropping clean pages changes no data.
 func (ff *faultFile) Release(off, n int64) error {
-	ff.fs.mu.Lock()
-	defer ff.fs.mu.Unlock()
-	if ff.closed {
-		return pathErr("fadvise", ff.name, ErrClosed)
-	}
-	if ff.fs.crashed || ff.fs.halted {
-		return pathErr("fadvise", ff.name, fmt.Errorf("%w: filesystem crashed or halted", ErrInjected))
-	}
-	if off < 0 || n < 0 {
-		return pathErr("fadvise", ff.name, syscall.EINVAL)
-	}
-	if ff.fs.hints == nil {
-		ff.fs.hints = map[string]WritebackStats{}
-	}
-	st := ff.fs.hints[ff.path]
-	st.Releases++
-	st.ReleasedBytes += n
-	st.ReleasedEnd = max(st.ReleasedEnd, off+n)
-	ff.fs.hints[ff.path] = st
-	return nil
+	return ff.hint("fadvise", off, n, func(st *WritebackStats) {
+		st.Releases++
+		st.ReleasedBytes += n
+		st.ReleasedEnd = max(st.ReleasedEnd, off+n)
+	})
 }
 
 // StartSync records the hint (see Writebacks) and changes nothing else: a

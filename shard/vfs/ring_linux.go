@@ -667,45 +667,33 @@ func (rf *ringFile) Sync() error     { return rf.fsync(0, "fsync") }
 
 // Writeback issues sync_file_range(SYNC_FILE_RANGE_WRITE) on the ring.
 func (rf *ringFile) Writeback(off, n int64) error {
-	if err := rf.check("sync_file_range"); err != nil {
-		return err
-	}
-	if off < 0 || n < 0 {
-		return &fs.PathError{Op: "sync_file_range", Path: rf.f.Name(), Err: unix.EINVAL}
-	}
-	ops := rangeOps(rf.fd, off, n)
-	if len(ops) == 0 {
-		return nil
-	}
-	rf.r.mu.Lock()
-	rf.r.run(ops)
-	rf.r.mu.Unlock()
-	for _, op := range ops {
-		if op.err != nil {
-			return &fs.PathError{Op: "sync_file_range", Path: rf.f.Name(), Err: op.err}
-		}
-	}
-	return nil
+	return rf.runRange("sync_file_range", rangeOps, off, n)
 }
 
 // Release issues fadvise(POSIX_FADV_DONTNEED) on the ring.
 func (rf *ringFile) Release(off, n int64) error {
-	if err := rf.check("fadvise"); err != nil {
+	return rf.runRange("fadvise", releaseOps, off, n)
+}
+
+// runRange runs the operations ops makes for n bytes at off and waits for
+// them; name is the operation in errors.
+func (rf *ringFile) runRange(name string, ops func(fd int, off, n int64) []*ringOp, off, n int64) error {
+	if err := rf.check(name); err != nil {
 		return err
 	}
 	if off < 0 || n < 0 {
-		return &fs.PathError{Op: "fadvise", Path: rf.f.Name(), Err: unix.EINVAL}
+		return &fs.PathError{Op: name, Path: rf.f.Name(), Err: unix.EINVAL}
 	}
-	ops := releaseOps(rf.fd, off, n)
-	if len(ops) == 0 {
+	run := ops(rf.fd, off, n)
+	if len(run) == 0 {
 		return nil
 	}
 	rf.r.mu.Lock()
-	rf.r.run(ops)
+	rf.r.run(run)
 	rf.r.mu.Unlock()
-	for _, op := range ops {
+	for _, op := range run {
 		if op.err != nil {
-			return &fs.PathError{Op: "fadvise", Path: rf.f.Name(), Err: op.err}
+			return &fs.PathError{Op: name, Path: rf.f.Name(), Err: op.err}
 		}
 	}
 	return nil
