@@ -512,12 +512,8 @@ func TestLeaderRedirectAfterNotAccepted(t *testing.T) {
 	}
 	// Leadership moves to b: a refuses writes with 58 and its roster says b.
 	moved := rosterFor(b.addr, a.addr, b.addr)
-	a.mu.Lock()
-	a.roster = moved
-	a.mu.Unlock()
-	b.mu.Lock()
-	b.roster = moved
-	b.mu.Unlock()
+	setRoster(a, moved)
+	setRoster(b, moved)
 	a.setHook(func(fc *fakeConn, h wire.RequestHeader, body []byte) ([]byte, bool) {
 		if h.Code == wire.CmdSendMessages {
 			return wire.AppendStatusReply(nil, &h, wire.CodeTransientNotAccepted), true
@@ -569,12 +565,8 @@ func TestMetadataInDoubtIsNotResentOnANewSession(t *testing.T) {
 		if answered.Add(1) == 1 {
 			// The first answer is in doubt; then leadership moves to b and
 			// a refuses the replays.
-			a.mu.Lock()
-			a.roster = moved
-			a.mu.Unlock()
-			b.mu.Lock()
-			b.roster = moved
-			b.mu.Unlock()
+			setRoster(a, moved)
+			setRoster(b, moved)
 			return wire.AppendRejectionReply(nil, &h, wire.CodeTransientNotCommitted), true
 		}
 		return wire.AppendRejectionReply(nil, &h, wire.CodeTransientNotAccepted), true
