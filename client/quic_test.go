@@ -122,7 +122,10 @@ func TestQUICConnBadReply(t *testing.T) {
 		reply func([]byte) []byte
 		want  error
 	}{
-		{"two frames", func([]byte) []byte { return append(testFrame(300, 1), testFrame(300, 2)...) }, errQUICProtocol},
+		// The server writes a reply in two halves (quicServer): here the
+		// first half already holds the first frame and part of the next, so
+		// the read that completes the frame sees the extra bytes.
+		{"two frames", func([]byte) []byte { return append(testFrame(200, 1), testFrame(400, 2)...) }, errQUICProtocol},
 		{"truncated", func([]byte) []byte { return testFrame(1000, 1)[:700] }, io.ErrUnexpectedEOF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +146,33 @@ func TestQUICConnBadReply(t *testing.T) {
 				t.Fatalf("reading the reply: %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestQUICConnSecondFrameNeverDelivered: a second frame that arrives after
+// the reply's frame was read whole is never handed to the caller: the read
+// that completes the reply returns it alone, and the next read finds no
+// request in flight (or, when both frames arrived together, the read fails
+// with the one-frame rule).
+func TestQUICConnSecondFrameNeverDelivered(t *testing.T) {
+	addr := quicServer(t, func([]byte) []byte { return append(testFrame(300, 1), testFrame(300, 2)...) }, make(chan []byte, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := dialQUIC(ctx, addr, nil, DefaultQUICConfig(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write(testFrame(wire.HeaderSize, 0)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(io.LimitReader(c, 2000))
+	if err == nil || len(got) > 300 || !bytes.Equal(got, testFrame(300, 1)[:len(got)]) {
+		t.Fatalf("read %d bytes (%v); want at most the first 300-byte frame, then an error", len(got), err)
+	}
+	if !errors.Is(err, errQUICProtocol) && (len(got) != 300 || !strings.Contains(err.Error(), "no request in flight")) {
+		t.Fatalf("after %d bytes: %v", len(got), err)
 	}
 }
 
