@@ -114,6 +114,26 @@ func TestQUICConnStreamPerRequest(t *testing.T) {
 	}
 }
 
+// quicRequest dials a test QUIC server answering with reply, sends it one
+// header-only request and returns the connection (closed when the test
+// ends) with the reply to read.
+func quicRequest(t *testing.T, reply func([]byte) []byte) *quicConn {
+	t.Helper()
+	addr := quicServer(t, reply, make(chan []byte, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := dialQUIC(ctx, addr, nil, DefaultQUICConfig(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write(testFrame(wire.HeaderSize, 0)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestQUICConnBadReply: a reply stream holding more than one frame is an
 // error; one that ends inside its frame is an unexpected EOF.
 func TestQUICConnBadReply(t *testing.T) {
@@ -129,19 +149,8 @@ func TestQUICConnBadReply(t *testing.T) {
 		{"truncated", func([]byte) []byte { return testFrame(1000, 1)[:700] }, io.ErrUnexpectedEOF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := quicServer(t, tc.reply, make(chan []byte, 1))
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, err := dialQUIC(ctx, addr, nil, DefaultQUICConfig(), 10*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-			if _, err := c.Write(testFrame(wire.HeaderSize, 0)); err != nil {
-				t.Fatal(err)
-			}
-			_, err = io.ReadAll(io.LimitReader(c, 2000))
+			c := quicRequest(t, tc.reply)
+			_, err := io.ReadAll(io.LimitReader(c, 2000))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("reading the reply: %v, want %v", err, tc.want)
 			}
@@ -155,18 +164,7 @@ func TestQUICConnBadReply(t *testing.T) {
 // request in flight (or, when both frames arrived together, the read fails
 // with the one-frame rule).
 func TestQUICConnSecondFrameNeverDelivered(t *testing.T) {
-	addr := quicServer(t, func([]byte) []byte { return append(testFrame(300, 1), testFrame(300, 2)...) }, make(chan []byte, 1))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := dialQUIC(ctx, addr, nil, DefaultQUICConfig(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := c.Write(testFrame(wire.HeaderSize, 0)); err != nil {
-		t.Fatal(err)
-	}
+	c := quicRequest(t, func([]byte) []byte { return append(testFrame(300, 1), testFrame(300, 2)...) })
 	got, err := io.ReadAll(io.LimitReader(c, 2000))
 	if err == nil || len(got) > 300 || !bytes.Equal(got, testFrame(300, 1)[:len(got)]) {
 		t.Fatalf("read %d bytes (%v); want at most the first 300-byte frame, then an error", len(got), err)
