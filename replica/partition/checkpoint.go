@@ -200,9 +200,8 @@ func (p *Partition) writeCheckpointFiles(files []newFile) error {
 		p.failOn(serr)
 		return serr
 	}
-	if planFailure(err, plan) == nil {
-		p.pipe.wantRelease(p)
-	}
+	// The plan's syncs succeeded (CompleteSync fails the log otherwise).
+	p.pipe.wantRelease(p)
 	if err != nil {
 		return err
 	}

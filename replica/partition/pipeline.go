@@ -92,8 +92,8 @@ func (q *Pipeline) stage(p *Partition, rec []byte, n uint64) {
 // Queued reports whether records wait for Flush.
 func (q *Pipeline) Queued() bool { return len(q.queue) > 0 }
 
-// SyncsDue reports whether segment syncs or writeback hints wait for
-// StageSyncs.
+// SyncsDue reports whether segment syncs, writeback hints or page-cache
+// releases wait for StageSyncs.
 func (q *Pipeline) SyncsDue() bool {
 	return len(q.syncs) > 0 || len(q.hints) > 0 || len(q.releases) > 0
 }
