@@ -2,11 +2,13 @@ package fakenode
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,7 +43,20 @@ func start(t *testing.T, dir string, bugs ...string) *running {
 func (r *running) boot() {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan error, 1)
-	go func() { r.done <- Run(ctx, r.cfg) }()
+	go func() {
+		// After a restart the previous run's connections may still hold the
+		// port for a moment (closed by the node, FIN_WAIT until the old
+		// client closes its side), which SO_REUSEADDR does not cover: retry
+		// the bind until boot's deadline.
+		for {
+			err := Run(ctx, r.cfg)
+			if !errors.Is(err, syscall.EADDRINUSE) || ctx.Err() != nil {
+				r.done <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if c, err := net.Dial("tcp", r.cfg.Addr); err == nil {
