@@ -445,9 +445,9 @@ func (b *Bounded) Rename(oldpath, newpath string) error {
 }
 
 func (b *Bounded) MkdirAll(name string, perm fs.FileMode) error { return b.inner.MkdirAll(name, perm) }
-func (b *Bounded) ReadDir(name string) ([]fs.DirEntry, error) { return b.inner.ReadDir(name) }
-func (b *Bounded) Stat(name string) (fs.FileInfo, error)      { return b.inner.Stat(name) }
-func (b *Bounded) SyncDir(dir string) error                   { return b.inner.SyncDir(dir) }
+func (b *Bounded) ReadDir(name string) ([]fs.DirEntry, error)   { return b.inner.ReadDir(name) }
+func (b *Bounded) Stat(name string) (fs.FileInfo, error)        { return b.inner.Stat(name) }
+func (b *Bounded) SyncDir(dir string) error                     { return b.inner.SyncDir(dir) }
 
 // Close closes the inner filesystem when it has a lifetime (a ShardFS);
 // its files should be closed first.
