@@ -148,9 +148,13 @@ type Node struct {
 	// limitLog logs refused over-limit input, one line per limit per
 	// interval.
 	limitLog *ratelog.Logger
-	// partSlots is how many partitions the descriptor budget lets the node
-	// hold open (0: unlimited); openParts how many are open (pending.go).
+	// partSlots caps the partitions open at once (0: no cap, as a node
+	// runs: partitions hold no descriptors of their own, vfs.Bounded
+	// does); openParts counts them (pending.go). Tests set a cap to stand
+	// for descriptors or memory running out.
 	partSlots, openParts atomic.Int64
+	// filesPerShard is each shard's storage descriptors (storageBudget).
+	filesPerShard int
 
 	dirLock *datadir.Lock
 	ln      net.Listener
@@ -269,12 +273,16 @@ func New(opts Options) (*Node, error) {
 // Metrics returns the node's Prometheus instruments.
 func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
-// partitionBudget sets the node-wide partition cap this node admits
-// creations under (package fdbudget): metadata.partitions_max, lowered to
-// what the descriptor limit can hold next to client sockets and the
-// replica plane.
-func (n *Node) partitionBudget() error {
+// storageBudget splits the descriptor limit (package fdbudget): what client
+// sockets and the replica plane leave goes to the storage files, held per
+// shard through a vfs.Bounded of filesPerShard descriptors; the node-wide
+// partition cap is metadata.partitions_max.
+func (n *Node) storageBudget() error {
 	limit, err := fdbudget.Limit()
+	if err != nil {
+		return err
+	}
+	cpus, err := n.cfg.ShardCPUs()
 	if err != nil {
 		return err
 	}
@@ -285,13 +293,20 @@ func (n *Node) partitionBudget() error {
 	// The connection cap in force (startIntake): message_bus.connections_max
 	// resolved against the descriptor limit and descriptors_reserved.
 	conns := n.admission.Config().ConnectionsMax
-	b := fdbudget.Split(fdbudget.Inputs{Limit: limit, ConnectionsMax: &conns, Peers: peers,
+	b, err := fdbudget.Split(fdbudget.Inputs{Limit: limit, ConnectionsMax: &conns, Peers: peers,
 		HandshakesMax: n.cfg.MessageBus.ReplicaHandshakesMax, HandshakesPerAddress: n.cfg.MessageBus.ReplicaHandshakesPerAddress,
-		PartitionsMax: uint64(max(n.cfg.Metadata.PartitionsMax, 0))})
-	n.admit.PartitionsMax = uint32(min(b.Cap, math.MaxUint32))
-	n.partSlots.Store(int64(max(b.Partitions/fdbudget.PerPartition, 1)))
-	n.log.Info("node-wide partition cap", zap.Uint64("partitions_max", b.Cap), zap.Bool("from_descriptor_limit", b.FromDescriptors),
-		zap.String("budget", b.String()))
+		OpenFilesMax: uint64(max(n.cfg.Partition.OpenFilesMax, 0)), Shards: len(cpus)})
+	if err != nil {
+		return fmt.Errorf("replica: %w", err)
+	}
+	n.admit.PartitionsMax = uint32(min(max(n.cfg.Metadata.PartitionsMax, 0), math.MaxUint32))
+	n.filesPerShard = int(min(b.PerShard, math.MaxInt32))
+	n.log.Info("storage descriptors", zap.Uint64("open_files_max", b.Files), zap.Uint64("per_shard", b.PerShard),
+		zap.Int("partitions_max", n.cfg.Metadata.PartitionsMax), zap.String("budget", b.String()))
+	if b.Short {
+		n.log.Warn("the descriptor limit leaves storage files too few descriptors; each shard gets the minimum and may run out (raise RLIMIT_NOFILE or lower message_bus.connections_max)",
+			zap.Uint64("left", b.Left), zap.Uint64("per_shard", b.PerShard))
+	}
 	return nil
 }
 
@@ -319,11 +334,11 @@ func (n *Node) Start() (err error) {
 	// Consumer-group joins record where the member's connection lives.
 	n.admit.Node, n.admit.Boot = uint8(n.opts.ReplicaID), n.incarnation
 	// The descriptor limit is raised and the connection cap derived first:
-	// the partition budget is what the cap leaves.
+	// the storage files get what the cap leaves.
 	if err := n.startIntake(); err != nil {
 		return err
 	}
-	if err := n.partitionBudget(); err != nil {
+	if err := n.storageBudget(); err != nil {
 		return err
 	}
 	var seed [8]byte
@@ -406,6 +421,9 @@ func (n *Node) Start() (err error) {
 	fss, impl, err := vfs.OpenShards(n.log, rt.Shards(), vfs.Options{InlineWrites: true})
 	if err != nil {
 		return err
+	}
+	for i, f := range fss {
+		fss[i] = vfs.NewBounded(f, n.filesPerShard)
 	}
 	n.fss = fss
 	stage = storage
@@ -552,7 +570,7 @@ func (n *Node) bootMetadata() error {
 		return err
 	}
 	m.g = g
-	sh.groups[g.ID()] = g
+	sh.addGroup(g)
 	sh.settle()
 	g.EndBoot()
 	view := n.store.View()

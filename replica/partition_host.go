@@ -166,7 +166,7 @@ func (sh *shardLoop) openPartitionOnce(spec partitionSpec) (*part, error) {
 		pp.Close()
 		return nil, err
 	}
-	sh.groups[g.ID()] = g
+	sh.addGroup(g)
 	sh.parts[p.ns] = p
 	sh.drive()
 	p.g.EndBoot()

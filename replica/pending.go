@@ -12,8 +12,8 @@ import (
 )
 
 // Partitions a shard must host but could not open for lack of a resource:
-// out of descriptors (EMFILE, ENFILE, or the node's descriptor budget for
-// partitions is spent) or memory (ENOMEM). Such a failure says nothing
+// out of descriptors (EMFILE, ENFILE, or the open-partition cap a test
+// sets) or memory (ENOMEM). Such a failure says nothing
 // about the partition's data, so instead of refusing to boot or giving the
 // partition up, the shard keeps serving its other partitions, answers
 // requests to this one with a retryable status (58, TransientNotAccepted), and retries the open
@@ -21,17 +21,13 @@ import (
 // is deleted. Every other open failure keeps its old meaning (a damaged
 // partition still refuses the boot of a single node).
 //
-// The budget: the node opens at most as many partitions as the
-// descriptors left for partitions hold (fdbudget: the limit minus client
-// sockets, the replica plane and the node's own files, five descriptors a
-// partition), so partitions beyond it — there when the limit was lowered
-// since they were created — wait instead of taking the descriptors client
-// connections and the metadata group need; they open as deletions free
-// room, or after a restart under a higher limit.
+// Partitions hold no descriptors of their own (each shard's files go
+// through a vfs.Bounded sized by package fdbudget), so on a running node an
+// open fails this way only when the process runs out of descriptors or
+// memory regardless; Node.partSlots lets a test stand for that.
 
-// errDescriptorBudget: opening one more partition would spend descriptors
-// reserved for connections, the replica plane or the node's own files.
-var errDescriptorBudget = fmt.Errorf("replica: the descriptor budget for open partitions is spent: %w", syscall.EMFILE)
+// errDescriptorBudget: the open-partition cap (Node.partSlots) is reached.
+var errDescriptorBudget = fmt.Errorf("replica: the cap on open partitions is reached: %w", syscall.EMFILE)
 
 // reservePartitionSlot takes one open partition out of the budget, or
 // reports that none is left.

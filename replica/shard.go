@@ -226,14 +226,28 @@ func (sh *shardLoop) tick(n uint64) {
 	// A shard stalled for long gets its ticks in one go; timeouts only need
 	// to see that time passed, not every step of it.
 	n = min(n, 100)
-	for _, g := range sh.groups {
-		g.Tick(n)
+	prev := sh.ticks
+	sh.ticks += n
+	// Every group every QuietTickEvery ticks; in between only the awake
+	// ones (consensus.Driver.TickAwake), so idle partitions cost little.
+	if prev/consensus.QuietTickEvery != sh.ticks/consensus.QuietTickEvery {
+		for _, g := range sh.groups {
+			g.TickTo(sh.ticks)
+		}
+	} else {
+		sh.drv.TickAwake(sh.ticks)
 	}
 	if sh.meta != nil {
 		sh.meta.tick()
 	}
-	sh.ticks += n
 	sh.retryOpens()
+}
+
+// addGroup hosts g from now on: its ticks start at the shard's count.
+func (sh *shardLoop) addGroup(g *consensus.Group) {
+	g.SetTickBase(sh.ticks)
+	sh.groups[g.ID()] = g
+	sh.drv.MarkDirty(g)
 }
 
 // sendTo queues t on shard i, keeping it in an outbox while that inbox is

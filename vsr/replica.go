@@ -398,6 +398,17 @@ func (r *Replica) isPrimary() bool { return int(r.primaryIndex(r.view)) == r.sel
 
 func (r *Replica) solo() bool { return r.n == 1 }
 
+// Quiet reports whether a tick can only run timers down: a single replica
+// in normal status with nothing queued, in flight, unapplied or unwritten,
+// no state transfer, no checkpoint or outputs waiting. The host may then
+// hand it ticks in arrears (several in one go, later); a replica with peers
+// is never quiet, its heartbeats and timeouts are what ticks are for.
+func (r *Replica) Quiet() bool {
+	return r.solo() && r.stopped == nil && r.status == statusNormal && len(r.queue) == 0 &&
+		r.op == r.commitMin && r.commitMin == r.commitMax && r.journalHead == r.op && r.durableHead == r.op &&
+		r.xfer == nil && !r.ckptFresh && !r.resume && r.out.Empty()
+}
+
 // HasReady reports whether Ready would return anything.
 func (r *Replica) HasReady() bool {
 	if r.resume {

@@ -380,6 +380,7 @@ type PartitionConfig struct {
 	WALWritebackBytes           ByteSize `toml:"wal_writeback_bytes"`
 	BackgroundSyncBytes         ByteSize `toml:"background_sync_bytes"`
 	SegmentCacheBytes           ByteSize `toml:"segment_cache_bytes"`
+	OpenFilesMax                int      `toml:"open_files_max"`
 }
 
 type MessageBusConfig struct {

@@ -497,6 +497,9 @@ func (cfg *Config) validateMetadataPartition(c *checker) {
 	if w := p.BackgroundSyncBytes; w != 0 && (w < BackgroundSyncMin || w > SegmentWritebackMax) {
 		c.fail("partition.background_sync_bytes", "must be 0 (no background syncs) or between 1 MiB and 1 GiB, got %s", w)
 	}
+	if p.OpenFilesMax < 0 {
+		c.fail("partition.open_files_max", "must be 0 (what the descriptor limit leaves) or positive, got %d", p.OpenFilesMax)
+	}
 	if w := p.SegmentCacheBytes; w != 0 && (w < SegmentCacheMin || w > SegmentCacheMax) {
 		c.fail("partition.segment_cache_bytes", "must be 0 (never release cached segment pages) or between 1 MiB and 1 TiB, got %s", w)
 	}

@@ -264,6 +264,7 @@ func TestEveryRuleRefuses(t *testing.T) {
 		{"writeback too large", func(c *Config) { c.Partition.SegmentWritebackBytes = 2 * GiB }, "partition.segment_writeback_bytes", "between 64 KiB and 1 GiB"},
 		{"wal writeback too small", func(c *Config) { c.Partition.WALWritebackBytes = 4 * KiB }, "partition.wal_writeback_bytes", "between 64 KiB and 1 GiB"},
 		{"background sync too small", func(c *Config) { c.Partition.BackgroundSyncBytes = 512 * KiB }, "partition.background_sync_bytes", "between 1 MiB and 1 GiB"},
+		{"open files negative", func(c *Config) { c.Partition.OpenFilesMax = -1 }, "partition.open_files_max", "0 (what the descriptor limit leaves) or positive"},
 		{"segment cache too small", func(c *Config) { c.Partition.SegmentCacheBytes = 4 * KiB }, "partition.segment_cache_bytes", "between 1 MiB and 1 TiB"},
 		{"segment cache too large", func(c *Config) { c.Partition.SegmentCacheBytes = 2048 * GiB }, "partition.segment_cache_bytes", "between 1 MiB and 1 TiB"},
 		{"background sync too large", func(c *Config) { c.Partition.BackgroundSyncBytes = 2 * GiB }, "partition.background_sync_bytes", "between 1 MiB and 1 GiB"},

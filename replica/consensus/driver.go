@@ -37,6 +37,9 @@ type Driver struct {
 	dirty      []*Group
 	syncGroups []*Group
 	batch      vfs.Batch
+	// awake: groups marked dirty since TickAwake last ran (awakeSpare is
+	// the other buffer).
+	awake, awakeSpare []*Group
 }
 
 // NewDriver returns a driver submitting group commits through fs; met and
@@ -45,12 +48,40 @@ func NewDriver(fs vfs.FS, met *metrics.Metrics, hooks PassHooks) *Driver {
 	return &Driver{fs: fs, met: met, hooks: hooks}
 }
 
-// MarkDirty asks for g's Ready to be run by the next Drive.
+// MarkDirty asks for g's Ready to be run by the next Drive, and puts g on
+// the awake list for the next TickAwake.
 func (d *Driver) MarkDirty(g *Group) {
 	if !g.dirty {
 		g.dirty = true
 		d.dirty = append(d.dirty, g)
 	}
+	if !g.awake {
+		g.awake = true
+		d.awake = append(d.awake, g)
+	}
+}
+
+// QuietTickEvery is how often (in ticks, 100 ms at the 10 ms tick) a host
+// ticks every group; in between TickAwake ticks the awake ones.
+const QuietTickEvery = 10
+
+// TickAwake ticks (TickTo now) the groups marked dirty since their last
+// tick, except the quiet ones (Group.quiet: a single replica with nothing
+// in flight), which the host's next full pass (every QuietTickEvery ticks)
+// hands the ticks they missed. A group with peers is never quiet: ticking
+// marks it dirty, so it stays awake. Ten thousand idle partitions then
+// cost a tick pass every QuietTickEvery ticks instead of every tick.
+func (d *Driver) TickAwake(now uint64) {
+	list := d.awake
+	d.awake = d.awakeSpare[:0]
+	for _, g := range list {
+		g.awake = false
+		if !g.quiet() {
+			g.TickTo(now)
+		}
+	}
+	clear(list)
+	d.awakeSpare = list[:0]
 }
 
 // NeedSync puts g's journal into the next group commit.

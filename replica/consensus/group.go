@@ -165,7 +165,11 @@ type Group struct {
 	fwdTimeout uint64
 	fwd        map[uint64]uint64
 	ticks      uint64
-	held       []heldReply
+	// tickedAt is the host's tick count the group last ran to (TickTo);
+	// awake: it is on its driver's awake list.
+	tickedAt uint64
+	awake    bool
+	held     []heldReply
 	// commitNow asks for an immediate commit broadcast once the current
 	// Ready is done (vsr CommitNow).
 	commitNow bool

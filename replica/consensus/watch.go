@@ -27,6 +27,34 @@ func (g *Group) Tick(n uint64) {
 	g.host.MarkDirty(g)
 }
 
+// maxTickRun is the most ticks TickTo runs at once: a host stalled for
+// long hands its groups the time in one go, and timeouts only need to see
+// that time passed, not every step of it.
+const maxTickRun = 100
+
+// TickTo runs the ticks since the group's last TickTo (or SetTickBase)
+// up to the host's tick count now, at most maxTickRun of them.
+func (g *Group) TickTo(now uint64) {
+	if now <= g.tickedAt {
+		return
+	}
+	n := min(now-g.tickedAt, maxTickRun)
+	g.tickedAt = now
+	g.Tick(n)
+}
+
+// SetTickBase starts the group's ticks at the host's count now (a group
+// added to a running host owes none before it).
+func (g *Group) SetTickBase(now uint64) { g.tickedAt = now }
+
+// quiet: the replica is quiet (vsr Replica.Quiet) and the group holds no
+// forwarded request, held reply, waiter or unsynced append, so its ticks
+// may come in arrears (Driver.TickAwake).
+func (g *Group) quiet() bool {
+	return g.cfg.ReplicaCount <= 1 && !g.dirty && !g.commitNow && len(g.waiting) == 0 && len(g.syncing) == 0 &&
+		len(g.fwd) == 0 && len(g.held) == 0 && g.r.Quiet()
+}
+
 // RoleChange is a group's role as last published to the host: the replica's
 // Info, whether view, status or primary changed since the last report
 // (false: only the commit point moved on by 64 ops or more), and whether

@@ -1,8 +1,7 @@
 // Package fdbudget splits the process's descriptor limit (RLIMIT_NOFILE)
-// between client sockets, the replica plane, the node's own files and
-// partitions, and derives from it the node-wide partition cap: the most
-// partitions whose files the node can hold open without running out of
-// descriptors for anything else.
+// between client sockets, the replica plane, the node's own descriptors
+// and the storage files of partitions and the metadata group, and checks
+// partition.open_files_max against it.
 //
 // The budget, for a soft limit L:
 //
@@ -11,16 +10,17 @@
 //	plane        (cluster mode) replica_handshakes_max + peers ×
 //	             replica_handshakes_per_address + 2 × peers (links and
 //	             handshakes past their hello)
-//	base         BaseReserve: the metadata group, listeners, io_uring
-//	             rings, logs, gossip, the standard streams
-//	partitions   the rest, PerPartition descriptors each
+//	base         BaseReserve: listeners, io_uring rings, logs, gossip,
+//	             the data-directory lock, the standard streams
+//	files        the rest, or partition.open_files_max when set (it must
+//	             fit in the rest)
 //
-// The cap is min(metadata.partitions_max when set, partitions / 5), at
-// least 1. A partition holds PerPartition descriptors while it has one
-// segment (superblock, view state, journal, the segment's .log and
-// .index); each further sealed segment holds two more, which the cap does
-// not count (sealed segments come from data, bounded by retention and
-// disk, not from a request).
+// The files are split evenly between the shards, each of which holds its
+// storage files through a vfs.Bounded of that many descriptors: files not
+// in use are closed underneath and reopened on use, so the number of
+// partitions does not depend on descriptors (a partition has five files
+// with one segment, two more per sealed segment). Partitions are capped by
+// metadata.partitions_max alone.
 package fdbudget
 
 import (
@@ -29,13 +29,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PerPartition is the descriptors one open partition holds with a single
-// segment.
-const PerPartition = 5
-
 // BaseReserve is the descriptors kept for the node's own files and
-// sockets besides clients, the plane and partitions.
+// sockets besides clients, the plane and storage files.
 const BaseReserve = 64
+
+// MinFilesPerShard is the fewest storage descriptors a shard gets: one
+// partition's journal, segment log and index, and room to reopen a fourth
+// file. A limit that leaves less (the connections were given nearly all
+// of it) still gets this many, and the budget says it is Short.
+const MinFilesPerShard = 4
 
 // Inputs describe the node.
 type Inputs struct {
@@ -49,27 +51,34 @@ type Inputs struct {
 	// admission limits.
 	Peers                               int
 	HandshakesMax, HandshakesPerAddress int
-	// PartitionsMax is metadata.partitions_max (0: none).
-	PartitionsMax uint64
+	// OpenFilesMax is partition.open_files_max (0: what the limit leaves).
+	OpenFilesMax uint64
+	// Shards is the number of shards the files are split between (at
+	// least 1).
+	Shards int
 }
 
 // Budget is the split.
 type Budget struct {
-	Limit, Connections, Plane, Base, Partitions uint64
-	// Cap is the node-wide partition cap.
-	Cap uint64
-	// FromDescriptors tells whether the descriptor budget (rather than
-	// metadata.partitions_max) sets the cap.
-	FromDescriptors bool
+	Limit, Connections, Plane, Base uint64
+	// Left is what the limit leaves for storage files, Files the
+	// descriptors they get (Left, or open_files_max), PerShard each
+	// shard's share.
+	Left, Files, PerShard uint64
+	// Short: Left held fewer than MinFilesPerShard a shard, which each
+	// gets anyway (the node logs a warning; descriptors may run out).
+	Short bool
 }
 
 func (b Budget) String() string {
-	return fmt.Sprintf("RLIMIT_NOFILE %d: %d for connections, %d for the replica plane, %d for the node, %d for partitions (%d each): partition cap %d",
-		b.Limit, b.Connections, b.Plane, b.Base, b.Partitions, PerPartition, b.Cap)
+	return fmt.Sprintf("RLIMIT_NOFILE %d: %d for connections, %d for the replica plane, %d for the node, %d for storage files (%d per shard)",
+		b.Limit, b.Connections, b.Plane, b.Base, b.Files, b.PerShard)
 }
 
-// Split computes the budget.
-func Split(in Inputs) Budget {
+// Split computes the budget; it fails, naming the key, when
+// partition.open_files_max does not fit in what the limit leaves.
+func Split(in Inputs) (Budget, error) {
+	shards := uint64(max(in.Shards, 1))
 	b := Budget{Limit: in.Limit, Base: BaseReserve}
 	switch {
 	case in.ConnectionsMax != nil && *in.ConnectionsMax > 0:
@@ -81,14 +90,29 @@ func Split(in Inputs) Budget {
 		b.Plane = uint64(in.HandshakesMax) + uint64(in.Peers)*uint64(in.HandshakesPerAddress) + 2*uint64(in.Peers)
 	}
 	if used := b.Connections + b.Plane + b.Base; used < in.Limit {
-		b.Partitions = in.Limit - used
+		b.Left = in.Limit - used
 	}
-	b.Cap = max(b.Partitions/PerPartition, 1)
-	b.FromDescriptors = true
-	if in.PartitionsMax != 0 && in.PartitionsMax <= b.Cap {
-		b.Cap, b.FromDescriptors = in.PartitionsMax, false
+	b.Files = b.Left
+	if in.OpenFilesMax != 0 {
+		if in.OpenFilesMax > b.Left {
+			return b, fmt.Errorf("partition.open_files_max %d does not fit: %s leaves %d for storage files (lower the key or message_bus.connections_max, or raise the limit)",
+				in.OpenFilesMax, b.usedString(), b.Left)
+		}
+		b.Files = in.OpenFilesMax
 	}
-	return b
+	b.PerShard = b.Files / shards
+	if b.PerShard < MinFilesPerShard {
+		if in.OpenFilesMax != 0 {
+			return b, fmt.Errorf("partition.open_files_max %d gives %d shards fewer than %d descriptors each", in.OpenFilesMax, shards, MinFilesPerShard)
+		}
+		b.PerShard, b.Short = MinFilesPerShard, true
+	}
+	return b, nil
+}
+
+func (b Budget) usedString() string {
+	return fmt.Sprintf("RLIMIT_NOFILE %d less %d for connections, %d for the replica plane and %d for the node",
+		b.Limit, b.Connections, b.Plane, b.Base)
 }
 
 // Limit returns the soft RLIMIT_NOFILE of this process.

@@ -71,9 +71,10 @@
 // RaiseNoFile lifts the soft RLIMIT_NOFILE to the hard limit at boot, as
 // Iggy does; ClientConnections turns message_bus.connections_max and
 // message_bus.descriptors_reserved into the node's connection cap, keeping
-// the reserve (at most half the limit) for the replica plane, partition
+// the reserve (at most half the limit) for the replica plane, storage
 // files and the node's own descriptors; package fdbudget divides what the
-// cap leaves between the plane, the node and partitions. AcceptBackoff paces an accept loop that failed (EMFILE,
+// cap leaves between the plane, the node and the storage files.
+// AcceptBackoff paces an accept loop that failed (EMFILE,
 // ENFILE, ENOBUFS, ENOMEM ...) so it sleeps, doubling up to a ceiling,
 // instead of spinning.
 package intake

@@ -66,8 +66,8 @@
 // # Caps decided at admission, checked at apply
 //
 // The node-wide partition cap depends on the admitting node's configuration
-// (metadata.partitions_max) and descriptor limit, which differ between
-// nodes, so no replica may consult its own while applying. Admit decides it
+// (metadata.partitions_max), which may differ between nodes, so no replica
+// may consult its own while applying. Admit decides it
 // on the view it sees (AdmitConfig.PartitionsMax) and stamps it into
 // CreateTopic and CreatePartitions; Apply checks the stamped cap against the
 // committed partition count (PartitionsFit: TooManyPartitions), so every

@@ -2,7 +2,6 @@ package abuse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,16 +35,19 @@ func (g *guardLimited) set(t testing.TB, limit int) {
 	guardMust(t, os.WriteFile(g.limitFile, []byte(strconv.Itoa(limit)), 0o644), "write the limit")
 }
 
-// guardPartitionCap reads the cap the latest run of s logged.
-func guardPartitionCap(t testing.TB, s *harness.Server) int {
+// guardStorageBudget reads the partition cap and the storage descriptors
+// per shard the latest run of s logged.
+func guardStorageBudget(t testing.TB, s *harness.Server) (capN, perShard int) {
 	t.Helper()
-	for _, f := range guardLogFields(guardSinceLastRun(s.Output()), "node-wide partition cap") {
-		if v, ok := f["partitions_max"].(float64); ok {
-			return int(v)
+	for _, f := range guardLogFields(guardSinceLastRun(s.Output()), "storage descriptors") {
+		c, ok1 := f["partitions_max"].(float64)
+		p, ok2 := f["per_shard"].(float64)
+		if ok1 && ok2 {
+			return int(c), int(p)
 		}
 	}
-	t.Fatalf("the server logged no partition cap:\n%s", s.Tail(4096))
-	return 0
+	t.Fatalf("the server logged no storage budget:\n%s", s.Tail(4096))
+	return 0, 0
 }
 
 // guardPollOne polls the one message of partition p of topic.
@@ -67,21 +69,23 @@ type guardPollCtx struct {
 	cl  *client.Client
 }
 
-// TestGuardPartitionFloodLowDescriptors: under a descriptor limit of 400, a
-// user with topic rights creates partitions until refused: the creates
-// beyond the node-wide cap are refused (TooManyPartitions) before they
-// commit, every message acknowledged in the partitions that exist survives
-// a restart, and the node restarts under the same limit. Restarted under a
-// limit too low for the partitions it has, it starts anyway, serves those
-// it could open, answers the others with a retryable status and opens them
-// once deleting a topic frees descriptors.
+// TestGuardPartitionFloodLowDescriptors: under a descriptor limit of 400,
+// a user with topic rights creates partitions until refused. Partitions
+// hold no descriptors of their own, so the node holds more of them than
+// the limit has descriptors for five files each (metadata.partitions_max
+// 150 against 400 / 5 = 80): the creates beyond the cap are refused
+// (TooManyPartitions) before they commit, every partition takes and serves
+// a message, nothing runs out of descriptors, and after restarts under the
+// same limit and under half of it every acknowledged message is there.
 func TestGuardPartitionFloodLowDescriptors(t *testing.T) {
+	const partitionsMax = 150
 	bin := guardLimitedBinary(t, 400)
-	s := harness.Start(t, harness.Options{DefaultRoot: true, Binary: bin.path})
-	capN := guardPartitionCap(t, s)
-	t.Logf("partition cap under a descriptor limit of 400: %d", capN)
-	if capN < 3 || capN > 400/5 {
-		t.Fatalf("cap %d is not what 400 descriptors hold", capN)
+	s := harness.Start(t, harness.Options{DefaultRoot: true, Binary: bin.path,
+		Env: []string{fmt.Sprintf("IGGY_METADATA_PARTITIONS_MAX=%d", partitionsMax)}})
+	capN, perShard := guardStorageBudget(t, s)
+	t.Logf("under a descriptor limit of 400: partition cap %d, %d storage descriptors per shard", capN, perShard)
+	if capN != partitionsMax || perShard < 4 || perShard > 400/2 {
+		t.Fatalf("cap %d, %d descriptors per shard: not metadata.partitions_max and a share of 400", capN, perShard)
 	}
 	ctx := guardCtx(t, 240*time.Second)
 	root := guardDial(t, s.Addr, "iggy", "iggy")
@@ -92,7 +96,7 @@ func TestGuardPartitionFloodLowDescriptors(t *testing.T) {
 	_, err = fl.CreateStream(ctx, "flood", nil)
 	guardMust(t, err, "create stream")
 
-	// The flood: topics of 3 partitions, then single partitions, until
+	// The flood: topics of 4 partitions, then single partitions, until
 	// refused; bounded at 200 attempts.
 	type part struct {
 		topic string
@@ -102,13 +106,13 @@ func TestGuardPartitionFloodLowDescriptors(t *testing.T) {
 	refused := 0
 	for i := 0; i < 200 && refused < 3; i++ {
 		name := fmt.Sprintf("t%03d", i)
-		_, err := fl.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.MustNamedID("flood"), Name: name, PartitionsCount: 3})
+		_, err := fl.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.MustNamedID("flood"), Name: name, PartitionsCount: 4})
 		if err != nil {
 			guardWantCode(t, err, wire.CodeTooManyPartitions, "topic create over the cap")
 			refused++
 			continue
 		}
-		for p := uint32(0); p < 3; p++ {
+		for p := uint32(0); p < 4; p++ {
 			parts = append(parts, part{name, p})
 		}
 	}
@@ -141,6 +145,11 @@ func TestGuardPartitionFloodLowDescriptors(t *testing.T) {
 				t.Fatalf("%s: %s/%d: %q, %v", what, p.topic, p.id, got, err)
 			}
 		}
+		for _, bad := range []string{"too many open files", "consensus group stopped", "for lack of descriptors or memory"} {
+			if n := guardCountLines(s.Output(), bad); n != 0 {
+				t.Fatalf("%s: the server logged %q %d times", what, bad, n)
+			}
+		}
 	}
 	check("before the restart")
 	guardMust(t, s.Stop(30*time.Second), "stop")
@@ -148,95 +157,14 @@ func TestGuardPartitionFloodLowDescriptors(t *testing.T) {
 	check("after a restart under the same limit")
 	root = guardDial(t, s.Addr, "iggy", "iggy")
 	guardWantCode(t, root.CreatePartitions(ctx, wire.MustNamedID("flood"), wire.MustNamedID(parts[0].topic), 1), wire.CodeTooManyPartitions, "create after the restart")
-	for _, bad := range []string{"too many open files", "consensus group stopped"} {
-		if n := guardCountLines(s.Output(), bad); n != 0 {
-			t.Fatalf("the server logged %q %d times", bad, n)
-		}
-	}
 
-	// A limit too low for what exists: the node starts anyway.
+	// Half the limit: fewer storage descriptors, the same partitions.
 	guardMust(t, s.Stop(30*time.Second), "stop")
 	bin.set(t, 200)
 	s.Restart()
-	slots := guardPartitionCap(t, s) // with metadata.partitions_max unset, the cap is the open budget
-	// The partitions the node could not open are named in its log.
-	nsOf := func(f map[string]any) (part, bool) {
-		var st, tp, id int
-		if ns, _ := f["partition"].(string); ns != "" {
-			if _, err := fmt.Sscanf(ns, "%d/%d/%d", &st, &tp, &id); err == nil {
-				return part{fmt.Sprintf("t%03d", tp), uint32(id)}, true
-			}
-		}
-		return part{}, false
+	_, lowShare := guardStorageBudget(t, s)
+	if lowShare >= perShard {
+		t.Fatalf("under half the limit each shard has %d storage descriptors, under the first %d", lowShare, perShard)
 	}
-	isWaiting := map[part]bool{}
-	for _, f := range guardLogFields(guardSinceLastRun(s.Output()), "cannot open a partition for lack of descriptors or memory; serving the others and retrying") {
-		if p, ok := nsOf(f); ok {
-			isWaiting[p] = true
-		}
-	}
-	var served, waiting []part
-	for _, p := range parts {
-		if isWaiting[p] {
-			waiting = append(waiting, p)
-		} else {
-			served = append(served, p)
-		}
-	}
-	t.Logf("restarted under a limit of 200: %d partitions open (budget %d), %d waiting", len(served), slots, len(waiting))
-	if len(served) == 0 || len(waiting) == 0 || len(served) > slots {
-		t.Fatalf("%d served, %d waiting, budget %d", len(served), len(waiting), slots)
-	}
-	cl := guardDial(t, s.Addr, "iggy", "iggy")
-	pc := &guardPollCtx{ctx: ctx, cl: cl}
-	for _, p := range served {
-		if got, err := guardPollOne(pc, p.topic, p.id); err != nil || got != fmt.Sprintf("%s/%d", p.topic, p.id) {
-			t.Fatalf("served partition %s/%d: %q, %v", p.topic, p.id, got, err)
-		}
-	}
-	// A waiting partition answers the retryable TransientNotAccepted (the
-	// client replays it until its deadline).
-	_, err = guardPollOne(&guardPollCtx{ctx: guardCtx(t, 2*time.Second), cl: guardDial(t, s.Addr, "iggy", "iggy")}, waiting[0].topic, waiting[0].id)
-	if c := guardCode(err); c != wire.CodeTransientNotAccepted && !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a waiting partition answered %v", err)
-	}
-	// Deleting the topic of a served partition frees its descriptors; a
-	// waiting partition is opened by the retry.
-	victim := served[0].topic
-	guardMust(t, cl.DeleteTopic(ctx, wire.MustNamedID("flood"), wire.MustNamedID(victim)), "delete "+victim)
-	deadline := time.Now().Add(90 * time.Second)
-	var opened []part
-	for len(opened) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no waiting partition was opened within 90 s of freeing descriptors:\n%s", s.Tail(4096))
-		}
-		time.Sleep(200 * time.Millisecond)
-		for _, f := range guardLogFields(guardSinceLastRun(s.Output()), "partition opened after waiting for descriptors") {
-			if p, ok := nsOf(f); ok && p.topic != victim {
-				opened = append(opened, p)
-			}
-		}
-	}
-	for _, p := range opened {
-		if got, err := guardPollOne(pc, p.topic, p.id); err != nil || got != fmt.Sprintf("%s/%d", p.topic, p.id) {
-			t.Fatalf("reopened partition %s/%d: %q, %v", p.topic, p.id, got, err)
-		}
-	}
-	t.Logf("after deleting %s, %d waiting partitions opened (%v)", victim, len(opened), opened)
-	if n := guardCountLines(guardSinceLastRun(s.Output()), "consensus group stopped"); n != 0 {
-		t.Fatalf("a group stopped %d times", n)
-	}
-
-	// Back under the first limit everything but the deleted topic is there.
-	guardMust(t, s.Stop(30*time.Second), "stop")
-	bin.set(t, 400)
-	s.Restart()
-	var left []part
-	for _, p := range parts {
-		if p.topic != victim {
-			left = append(left, p)
-		}
-	}
-	parts = left
-	check("after a restart under the first limit")
+	check("after a restart under half the limit")
 }

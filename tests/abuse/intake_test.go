@@ -439,8 +439,8 @@ func TestAcceptBackoffOnEMFILE(t *testing.T) {
 	if _, err := existing.CreateStream(ctx, "files", nil); err != nil {
 		t.Fatal(err)
 	}
-	// One partition: what the node-wide partition cap lets this budget hold
-	// (its files and the connection cap then exceed the limit together).
+	// One partition: its files (the storage minimum this budget falls back
+	// to) and the connection cap exceed the limit together.
 	if _, err := existing.CreateTopic(ctx, wire.CreateTopic{StreamID: wire.NumericID(0), PartitionsCount: 1, Name: "t"}); err != nil {
 		t.Fatal(err)
 	}
