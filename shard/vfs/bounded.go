@@ -51,10 +51,15 @@ type Bounded struct {
 	mu sync.Mutex
 	// lru holds the files open underneath and not in use, least recently
 	// used first (a doubly linked ring through boundedFile.prev/next).
-	lru   boundedFile
-	open  int // inner descriptors held
-	byDir map[string][]*boundedFile
-	stats BoundedStats
+	lru  boundedFile
+	open int // inner descriptors held
+	// byPath indexes the open files by current name; inside counts, for
+	// every directory, the indexed files below it at any depth (so that
+	// renaming or removing a name costs a lookup unless it is a directory
+	// holding open files).
+	byPath map[string][]*boundedFile
+	inside map[string]int
+	stats  BoundedStats
 }
 
 // BoundedStats count what Bounded did.
@@ -69,7 +74,7 @@ type BoundedStats struct {
 
 // NewBounded wraps inner to hold at most limit descriptors (below 1: 1).
 func NewBounded(inner FS, limit int) *Bounded {
-	b := &Bounded{inner: inner, max: max(limit, 1), byDir: make(map[string][]*boundedFile)}
+	b := &Bounded{inner: inner, max: max(limit, 1), byPath: make(map[string][]*boundedFile), inside: make(map[string]int)}
 	b.lru.prev, b.lru.next = &b.lru, &b.lru
 	return b
 }
@@ -133,13 +138,17 @@ func (b *Bounded) noteOpenLocked(reopen bool) {
 }
 
 func (b *Bounded) index(f *boundedFile) {
-	d := filepath.Dir(f.path)
-	b.byDir[d] = append(b.byDir[d], f)
+	b.byPath[f.path] = append(b.byPath[f.path], f)
+	for d := filepath.Dir(f.path); ; d = filepath.Dir(d) {
+		b.inside[d]++
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
 }
 
 func (b *Bounded) unindex(f *boundedFile) {
-	d := filepath.Dir(f.path)
-	l := b.byDir[d]
+	l := b.byPath[f.path]
 	for i, g := range l {
 		if g == f {
 			l[i] = l[len(l)-1]
@@ -149,10 +158,31 @@ func (b *Bounded) unindex(f *boundedFile) {
 		}
 	}
 	if len(l) == 0 {
-		delete(b.byDir, d)
+		delete(b.byPath, f.path)
 	} else {
-		b.byDir[d] = l
+		b.byPath[f.path] = l
 	}
+	for d := filepath.Dir(f.path); ; d = filepath.Dir(d) {
+		if b.inside[d]--; b.inside[d] <= 0 {
+			delete(b.inside, d)
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+}
+
+// namedLocked returns the indexed files named p or, with tree, inside p.
+func (b *Bounded) namedLocked(p string, tree bool) []*boundedFile {
+	out := append([]*boundedFile(nil), b.byPath[p]...)
+	if tree && b.inside[p] > 0 {
+		for q, l := range b.byPath {
+			if q != p && under(q, p) {
+				out = append(out, l...)
+			}
+		}
+	}
+	return out
 }
 
 // pushLocked puts an unused open file at the most recently used end.
@@ -378,20 +408,15 @@ func under(p, dir string) bool {
 // the file must stay reachable as an open descriptor does. A file that
 // cannot be reopened keeps the error for its next call.
 func (b *Bounded) pinNamesLocked(p string, tree bool) {
-	for d, l := range b.byDir {
-		if !(d == filepath.Dir(p) || (tree && under(d, p))) {
+	for _, f := range b.namedLocked(p, tree) {
+		if f.unlinked {
 			continue
 		}
-		for _, f := range l {
-			if f.unlinked || !(f.path == p || (tree && under(f.path, p))) {
-				continue
-			}
-			if err := b.reopenLocked(f); err != nil {
-				f.err = err
-			}
-			f.unlinked = true
-			b.unlinkLRU(f)
+		if err := b.reopenLocked(f); err != nil {
+			f.err = err
 		}
+		f.unlinked = true
+		b.unlinkLRU(f)
 	}
 }
 
@@ -425,18 +450,10 @@ func (b *Bounded) Rename(oldpath, newpath string) error {
 	if err := b.inner.Rename(oldpath, newpath); err != nil {
 		return err
 	}
-	var moved []*boundedFile
-	for d, l := range b.byDir {
-		if !under(d, op) && d != filepath.Dir(op) {
+	for _, f := range b.namedLocked(op, true) {
+		if f.unlinked {
 			continue
 		}
-		for _, f := range l {
-			if !f.unlinked && under(f.path, op) {
-				moved = append(moved, f)
-			}
-		}
-	}
-	for _, f := range moved {
 		b.unindex(f)
 		f.path = np + f.path[len(op):]
 		b.index(f)
