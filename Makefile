@@ -20,7 +20,7 @@ export GOFLAGS := -buildvcs=$(BUILDVCS) -ldflags=-checklinkname=0
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 4s
 
-.PHONY: all help build run cluster cluster-down bench-cluster bench-transports bench-peers bench-scaling bench-disk test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations sim-stack sim-stack-mutations clean chaos chaos-campaign \
+.PHONY: all help build run cluster cluster-down bench-cluster bench-transports bench-peers bench-scaling bench-soak bench-disk test test-short vet fmt-check bench bench-server bench-storage fuzz sim sim-mutations sim-stack sim-stack-mutations clean chaos chaos-campaign \
 	ui-screenshots bench-ui \
 	docker-binaries docker-image compose-up compose-demo compose-kill compose-down compose-certs
 
@@ -33,7 +33,8 @@ help: ## this list
 	@echo "variables: ARGS (make run), CLUSTER_DIR, CLUSTER_BASE_PORT (make cluster), RUNS, DURATION, SEED,"
 	@echo "  CHAOS_ARGS (make chaos), SEEDS, TIME, BASE (make sim), FUZZTIME (make fuzz), DOCKER_IMAGE, COMPOSE_FILE, NODE,"
 	@echo "  PEERS_OUT, PEERS_BATCHES, PEERS_PRODUCERS, PEERS_JS_MODES, PEERS_ARGS (make bench-peers),"
-	@echo "  SCALING_PRODUCERS, SCALING_PARTITIONS, SCALING_CELL_DATA, SCALING_BOOT_DATA (make bench-scaling)"
+	@echo "  SCALING_PRODUCERS, SCALING_PARTITIONS, SCALING_CELL_DATA, SCALING_BOOT_DATA (make bench-scaling),"
+	@echo "  SOAK_DURATION, SOAK_RATE, SOAK_PRODUCERS, SOAK_PARTITIONS (make bench-soak)"
 
 build: ## bin/iggo-server and bin/iggo (version, commit and build date linked in)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
@@ -159,6 +160,21 @@ bench-scaling: build ## one node: producers x partitions (throughput, RSS), boot
 	./$(BIN)/iggo-peers scaling -bin $(BIN) -out $(PEERS_OUT) -work $$w -producers $(SCALING_PRODUCERS) \
 	  -partitions $(SCALING_PARTITIONS) -cell-data $(SCALING_CELL_DATA) -boot-data $(SCALING_BOOT_DATA) \
 	  -base-port $(PEERS_PORT) $(SCALING_ARGS)
+
+# One node's memory under a steady load (tests/bench/peers; short form in
+# `make test` as TestSoakShort): iggo bench bpcg, SOAK_PRODUCERS producers
+# and as many consumers in one group, SOAK_PARTITIONS partitions, limited to
+# SOAK_RATE for SOAK_DURATION, the server's VmRSS sampled every second and
+# tabled per minute. Writes PEERS_OUT/soak.md and soak.json.
+SOAK_DURATION   ?= 10m
+SOAK_RATE       ?= 50MB
+SOAK_PRODUCERS  ?= 4
+SOAK_PARTITIONS ?= 4
+bench-soak: build ## one node under a steady load for 10 minutes: RSS per minute
+	$(GO) build -o $(BIN)/ ./tests/bench/peers/cmd/iggo-peers
+	@set -e; w=$(PEERS_WORK)/soak; trap '$(PEERS_CLEANUP)' EXIT; \
+	./$(BIN)/iggo-peers soak -bin $(BIN) -out $(PEERS_OUT) -work $$w -duration $(SOAK_DURATION) -rate $(SOAK_RATE) \
+	  -producers $(SOAK_PRODUCERS) -partitions $(SOAK_PARTITIONS) -base-port $(PEERS_PORT)
 
 # The disk's sequential write bandwidth: PEERS_DISK_BYTES in 16 MiB writes,
 # each followed by fdatasync, to a temporary file in DISK_DIR (removed).

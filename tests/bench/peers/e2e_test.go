@@ -205,3 +205,39 @@ func TestScalingShort(t *testing.T) {
 		t.Fatalf("work directory left behind: %v", err)
 	}
 }
+
+// TestSoakShort: the soak's short form, a few seconds of rate-limited load
+// with RSS windows of a second.
+func TestSoakShort(t *testing.T) {
+	iggo := iggoBinaries(t)
+	out, work := t.TempDir(), filepath.Join(t.TempDir(), "work")
+	res, err := Soak(t.Context(), SoakOptions{
+		Iggo: iggo, Work: work, Out: out, Duration: 4 * time.Second, Rate: 2e6, Producers: 2, Partitions: 2,
+		MessageSize: 1000, BatchSize: 100, Durability: "replicated", Window: time.Second, BasePort: freeBase(t), Log: logWriter{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Produce.Messages != 8000 || res.Consume.Messages != res.Produce.Messages {
+		t.Fatalf("produced %d, consumed %d; want 8000 each", res.Produce.Messages, res.Consume.Messages)
+	}
+	// Rate-limited to 2 MB/s, 8 MB take about 4 s: at least three windows.
+	if len(res.Windows) < 3 {
+		t.Fatalf("%d RSS windows over %.1f s: %+v", len(res.Windows), res.Seconds, res.Windows)
+	}
+	for _, w := range res.Windows {
+		if w.Samples == 0 || w.RSSMin == 0 || w.RSSMax < w.RSSMin {
+			t.Fatalf("window %+v", w)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, "soak.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(md), "\n| "); n != len(res.Windows)+1 {
+		t.Fatalf("%d table rows in soak.md for %d windows:\n%s", n, len(res.Windows), md)
+	}
+	if _, err := os.Stat(work); !os.IsNotExist(err) {
+		t.Fatalf("work directory left behind: %v", err)
+	}
+}

@@ -219,3 +219,27 @@ func TestDiskBandwidth(t *testing.T) {
 		t.Fatal("a chunk larger than the total was accepted")
 	}
 }
+
+// The soak's windows keep each span's smallest and largest sample, and the
+// growth compares the last window's peak with the second's.
+func TestSoakWindows(t *testing.T) {
+	s := &rssSeries{}
+	for i, v := range []uint64{10, 30, 20, 40, 25, 35, 50} {
+		s.at = append(s.at, time.Duration(i)*500*time.Millisecond)
+		s.rss = append(s.rss, v<<20)
+	}
+	got := s.windows(time.Second)
+	want := [][2]uint64{{10, 30}, {20, 40}, {25, 35}, {50, 50}}
+	if len(got) != len(want) {
+		t.Fatalf("%d windows, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].RSSMin != w[0]<<20 || got[i].RSSMax != w[1]<<20 || got[i].FromSecs != float64(i) {
+			t.Fatalf("window %d: %+v, want %v MiB from %d s", i, got[i], w, i)
+		}
+	}
+	r := &SoakResult{Started: time.Now(), Windows: got, Growth: float64(50)/40 - 1}
+	if md := r.Markdown(); !strings.Contains(md, "| 3 | 4 | 50 | 50 |") || !strings.Contains(md, "+25.0%") {
+		t.Fatalf("markdown:\n%s", md)
+	}
+}

@@ -1,10 +1,12 @@
 // Command iggo-peers measures iggo beside NATS JetStream (compare), a
-// scaling table of one node (scaling) and the disk's sequential write
-// bandwidth (disk); see package tests/bench/peers. `make bench-peers` and
-// `make bench-scaling` run it.
+// scaling table of one node (scaling), one node's memory under a steady
+// load (soak) and the disk's sequential write bandwidth (disk); see
+// package tests/bench/peers. `make bench-peers`, `make bench-scaling` and
+// `make bench-soak` run it.
 //
 //	iggo-peers compare  -bin bin -out peers_results [-batches 200 ...]
 //	iggo-peers scaling  -bin bin -out peers_results [-boot-data 10GB ...]
+//	iggo-peers soak     -bin bin -out peers_results [-duration 10m -rate 50MB ...]
 //	iggo-peers disk     [-dir /tmp] [-bytes 1GiB] [-chunk 16MiB]
 package main
 
@@ -16,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/iggo/iggo/tests/bench/peers"
 )
@@ -32,6 +35,8 @@ func main() {
 		err = compare(ctx, os.Args[2:])
 	case "scaling":
 		err = scaling(ctx, os.Args[2:])
+	case "soak":
+		err = soak(ctx, os.Args[2:])
 	case "disk":
 		err = disk(ctx, os.Args[2:])
 	case "install":
@@ -46,7 +51,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: iggo-peers compare|scaling|disk|install [flags]  (-h after the subcommand lists its flags)")
+	fmt.Fprintln(os.Stderr, "usage: iggo-peers compare|scaling|soak|disk|install [flags]  (-h after the subcommand lists its flags)")
 	os.Exit(2)
 }
 
@@ -165,6 +170,34 @@ func scaling(ctx context.Context, args []string) error {
 		Iggo: peers.Iggo{Dir: binDir}, Work: *work, Out: *out, KeepWork: *keep, Producers: *producers, Partitions: *partitions,
 		CellData: *cell, BootData: *boot, MessageSize: *size, BatchSize: *batch, Durability: *dur,
 		BasePort: *port, Log: os.Stdout,
+	})
+	return err
+}
+
+func soak(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("soak", flag.ExitOnError)
+	bin := fs.String("bin", "bin", "directory with iggo and iggo-server")
+	out := fs.String("out", "peers_results", "directory for soak.md and soak.json")
+	work := fs.String("work", filepath.Join(os.TempDir(), "iggo-peers-soak"), "work directory (the node's data and logs; removed afterwards)")
+	keep := fs.Bool("keep-work", false, "keep the work directory")
+	duration := fs.Duration("duration", 10*time.Minute, "how long the load runs")
+	rate := sizeFlag(fs, "rate", "50MB", "payload bytes per second, all producers together")
+	producers := fs.Int("producers", 4, "producers (as many consumers, one group)")
+	partitions := fs.Int("partitions", 4, "partitions of the topic")
+	window := fs.Duration("window", time.Minute, "span of each row of the RSS table")
+	batch := fs.Int("batch-size", 1000, "messages per batch")
+	size := fs.Int("message-size", 1000, "message payload bytes")
+	dur := fs.String("durability", "replicated", "topic durability: replicated or persisted")
+	port := fs.Int("base-port", 27290, "the node serves on base+60")
+	_ = fs.Parse(args)
+	binDir, err := filepath.Abs(*bin)
+	if err != nil {
+		return err
+	}
+	_, err = peers.Soak(ctx, peers.SoakOptions{
+		Iggo: peers.Iggo{Dir: binDir}, Work: *work, Out: *out, KeepWork: *keep, Duration: *duration, Rate: *rate,
+		Producers: *producers, Partitions: *partitions, MessageSize: *size, BatchSize: *batch, Durability: *dur,
+		Window: *window, BasePort: *port, Log: os.Stdout,
 	})
 	return err
 }
