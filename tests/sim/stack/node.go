@@ -27,9 +27,13 @@ import (
 // simulator is its host: it carries the groups' envelopes over the
 // simulated network and collects the answers of the requests it submitted.
 type node struct {
-	w     *world
-	id    int
-	disk  *vfs.Fault
+	w    *world
+	id   int
+	disk *vfs.Fault
+	// fs is disk as the stack sees it: through vfs.Bounded holding a few
+	// descriptors, as a server's shard holds its files, so files are
+	// closed and reopened underneath between crashes and faults.
+	fs    vfs.FS
 	drv   *consensus.Driver
 	pipe  *partition.Pipeline
 	parts []*replicated
@@ -99,8 +103,8 @@ const (
 // empty as a rejoining replica (it does not vote until its peers refilled
 // it).
 func (w *world) boot(id int, disk *vfs.Fault, rejoin bool) (*node, error) {
-	n := &node{w: w, id: id, disk: disk, pipe: partition.NewPipeline(0, nil)}
-	n.drv = consensus.NewDriver(disk, nil, n)
+	n := &node{w: w, id: id, disk: disk, fs: vfs.NewBounded(disk, w.descriptors), pipe: partition.NewPipeline(0, nil)}
+	n.drv = consensus.NewDriver(n.fs, nil, n)
 	for idx := 0; idx < w.groups; idx++ {
 		rp, err := n.open(idx, rejoin)
 		if err != nil && (partition.Damaged(err) || errors.Is(err, superblock.ErrCorrupt) || errors.Is(err, consensus.ErrStateLost)) {
@@ -113,7 +117,7 @@ func (w *world) boot(id int, disk *vfs.Fault, rejoin bool) (*node, error) {
 				return nil, err
 			}
 			w.tracef("p%d g%d storage damaged, rejoining empty: %v", id, idx, err)
-			if rerr := disk.RemoveAll(partitionDir(idx)); rerr != nil {
+			if rerr := n.fs.RemoveAll(partitionDir(idx)); rerr != nil {
 				return nil, rerr
 			}
 			rp, err = n.open(idx, true)
@@ -137,7 +141,7 @@ func (n *node) open(idx int, rejoin bool) (*replicated, error) {
 		TopicConfig: topicConfig(w.durability[idx]), Cluster: true, ValidateChecksum: true, MaxRecordSize: maxFrame,
 		ConsumerOffsetsMax: 16, PollBufferMax: 4 << 20, Codec: codec.NewStack(nil, maxFrame), Pipeline: n.pipe,
 		Log: log}
-	p, err := partition.Open(n.disk, cfg, rp)
+	p, err := partition.Open(n.fs, cfg, rp)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +150,7 @@ func (n *node) open(idx int, rejoin bool) (*replicated, error) {
 	ops := int64(vcfg.JournalSlots/2 + vcfg.CheckpointInterval + vcfg.PrepareQueueDepth + 2)
 	entry := int64(maxFrame) + 4096
 	g, err := consensus.Open(consensus.Spec{
-		ID: vcfg.Group, Name: partitionNS(idx).String(), Dir: cfg.Dir, FS: n.disk, Config: vcfg, SM: p, Host: n,
+		ID: vcfg.Group, Name: partitionNS(idx).String(), Dir: cfg.Dir, FS: n.fs, Config: vcfg, SM: p, Host: n,
 		Log: log, PartOpts: journal.PartitionOptions{Budget: ops * (entry + journal.RecordHeaderSize), MaxEntry: int(entry)},
 		Cluster: superblockID(w.cluster), ClusterName: "sim", Incarnation: w.incarnation(n.id), Restore: p.Restore,
 		Rejoin: rejoin, Sender: n.sender(idx),
@@ -212,10 +216,10 @@ func (n *node) Role(g *consensus.Group, rc consensus.RoleChange) {}
 func (n *node) StageCommit(b *vfs.Batch) func(error) { return n.pipe.StageCommit(b) }
 func (n *node) AfterPass() {
 	if n.pipe.Queued() {
-		n.pipe.Flush(&n.batch, n.disk.Submit)
+		n.pipe.Flush(&n.batch, n.fs.Submit)
 	}
 }
-func (n *node) Idle() { n.pipe.SyncIdle(&n.batch, n.disk.Submit) }
+func (n *node) Idle() { n.pipe.SyncIdle(&n.batch, n.fs.Submit) }
 
 // partition.Host.
 

@@ -119,9 +119,13 @@ type world struct {
 	// (drawn per seed: some runs barely load the groups, others fill
 	// journals past their window so that laggards need state transfer).
 	sendRate int
-	res      *Result
-	err      error
-	log      *zap.Logger
+	// descriptors: what each node's vfs.Bounded holds, 2 to 12 by seed
+	// (a node's two partitions have about ten files), drawn without the
+	// run's generator so that seeds keep their scenarios.
+	descriptors int
+	res         *Result
+	err         error
+	log         *zap.Logger
 
 	// observed[g]: what polls returned during the run.
 	observed [][]observation
@@ -218,6 +222,7 @@ func (w *world) setup() {
 		w.checked = append(w.checked, make([]uint64, w.n))
 	}
 	w.sendRate = []int{30, 60, 200, 400}[w.rng.Intn(4)]
+	w.descriptors = 2 + int((w.o.Seed*0x9E3779B97F4A7C15)>>59)%11
 	faulty := w.rng.Intn(w.n)
 	w.cut = make([][]bool, w.n)
 	for i := 0; i < w.n; i++ {
