@@ -301,7 +301,7 @@ func (n *Node) storageBudget() error {
 	}
 	n.admit.PartitionsMax = uint32(min(max(n.cfg.Metadata.PartitionsMax, 0), math.MaxUint32))
 	n.filesPerShard = int(min(b.PerShard, math.MaxInt32))
-	n.log.Info("storage descriptors", zap.Uint64("open_files_max", b.Files), zap.Uint64("per_shard", b.PerShard),
+	n.log.Info("descriptors for storage files", zap.Uint64("open_files_max", b.Files), zap.Uint64("per_shard", b.PerShard),
 		zap.Int("partitions_max", n.cfg.Metadata.PartitionsMax), zap.String("budget", b.String()))
 	if b.Short {
 		n.log.Warn("the descriptor limit leaves storage files too few descriptors; each shard gets the minimum and may run out (raise RLIMIT_NOFILE or lower message_bus.connections_max)",

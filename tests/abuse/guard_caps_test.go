@@ -39,7 +39,7 @@ func (g *guardLimited) set(t testing.TB, limit int) {
 // per shard the latest run of s logged.
 func guardStorageBudget(t testing.TB, s *harness.Server) (capN, perShard int) {
 	t.Helper()
-	for _, f := range guardLogFields(guardSinceLastRun(s.Output()), "storage descriptors") {
+	for _, f := range guardLogFields(guardSinceLastRun(s.Output()), "descriptors for storage files") {
 		c, ok1 := f["partitions_max"].(float64)
 		p, ok2 := f["per_shard"].(float64)
 		if ok1 && ok2 {
