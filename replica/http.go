@@ -15,6 +15,7 @@ import (
 	"github.com/iggo/iggo/replica/metadata"
 	"github.com/iggo/iggo/replica/metrics"
 	"github.com/iggo/iggo/shard"
+	"github.com/iggo/iggo/shard/vfs"
 	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
@@ -262,6 +263,15 @@ func (n *Node) MetricsSnapshot(s *metrics.Snapshot) {
 		p := sh.stamps.stats
 		s.Pools = append(s.Pools, metrics.PoolStat{Shard: sh.id, IdleBytes: p.idleBytes.Load(), IdleCount: p.idleCount.Load(),
 			Hits: p.hits.Load(), Misses: p.misses.Load()})
+	}
+	for _, sh := range n.shards {
+		if sh == nil {
+			continue
+		}
+		if b, ok := sh.fs.(*vfs.Bounded); ok {
+			st := b.Stats()
+			s.Files = append(s.Files, metrics.FileStat{Shard: sh.id, Open: st.Open, Max: st.Max, Reopens: st.Reopens, Closes: st.Closes})
+		}
 	}
 	h := n.health()
 	s.Live, s.Ready = h.Live, h.Ready

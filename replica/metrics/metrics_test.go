@@ -47,7 +47,8 @@ func TestInstrumentsAndState(t *testing.T) {
 	nilM.HTTPRequest()
 	m := New(src{Snapshot{Streams: 2, Messages: 7, TopicStats: []TopicStat{{Stream: 1, Topic: 2, AppendedMessages: 5, PolledMessages: 4, PolledBytes: 400}},
 		Groups: []GroupStat{{Kind: Partition, Status: "normal", Primary: true, CommitLag: 3}}, Ready: true,
-		Members: []MemberStat{{Name: "n1", State: "alive"}, {Name: "n2", State: "dead"}}}})
+		Members: []MemberStat{{Name: "n1", State: "alive"}, {Name: "n2", State: "dead"}},
+		Files:   []FileStat{{Shard: 1, Open: 3, Max: 8, Reopens: 5, Closes: 6}}}})
 	f := frameOf(wire.RequestHeader{Operation: wire.OpSendMessages})
 	for i := 0; i < 3; i++ {
 		m.ObserveRequest(wire.TransportHTTP, f, time.Millisecond)
@@ -79,7 +80,8 @@ func TestInstrumentsAndState(t *testing.T) {
 	}
 	all := strings.Join(names, " ")
 	for _, want := range []string{"streams", "messages", "http_requests_total", "iggo_request_duration_seconds", "iggo_messages_appended_total",
-		"iggo_messages_polled_total", "iggo_bytes_polled_total", "iggo_vsr_groups", "iggo_vsr_commit_lag", "iggo_gossip_member_up", "iggo_ready", "go_goroutines", "iggo_storage_submit_seconds"} {
+		"iggo_messages_polled_total", "iggo_bytes_polled_total", "iggo_vsr_groups", "iggo_vsr_commit_lag", "iggo_gossip_member_up", "iggo_ready", "go_goroutines", "iggo_storage_submit_seconds",
+		"iggo_storage_files_open", "iggo_storage_files_max", "iggo_storage_file_closes_total", "iggo_storage_file_reopens_total"} {
 		if !strings.Contains(" "+all+" ", " "+want+" ") {
 			t.Errorf("registry lacks %s (has %s)", want, all)
 		}
@@ -106,6 +108,16 @@ func TestInstrumentsAndState(t *testing.T) {
 	}
 	if !found {
 		t.Error("the checkpoint observation is not exported as kind=\"checkpoint\"")
+	}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(`
+# HELP iggo_storage_file_reopens_total Storage files a shard reopened on use after closing them to make room.
+# TYPE iggo_storage_file_reopens_total counter
+iggo_storage_file_reopens_total{shard="1"} 5
+# HELP iggo_storage_files_open Descriptors a shard's storage files hold now.
+# TYPE iggo_storage_files_open gauge
+iggo_storage_files_open{shard="1"} 3
+`), "iggo_storage_file_reopens_total", "iggo_storage_files_open"); err != nil {
+		t.Fatal(err)
 	}
 	if v := testutil.ToFloat64(m.httpRequests); v != 1 {
 		t.Fatalf("http_requests_total %v", v)

@@ -28,6 +28,7 @@ type Snapshot struct {
 	Groups     []GroupStat
 	Members    []MemberStat
 	Pools      []PoolStat
+	Files      []FileStat
 
 	// Ready and Live are the health endpoints' answers (1 or 0).
 	Ready, Live bool
@@ -79,6 +80,15 @@ type PoolStat struct {
 	Hits, Misses         uint64
 }
 
+// FileStat is one shard's storage descriptors (vfs.Bounded).
+type FileStat struct {
+	Shard     int
+	Open, Max int
+	// Reopens counts files reopened on use after Closes closed them
+	// underneath to make room.
+	Reopens, Closes uint64
+}
+
 var vsrStatuses = []string{"normal", "view_change", "recovering", "recovering_head"}
 var memberStates = []string{"alive", "suspect", "dead", "left"}
 
@@ -119,6 +129,10 @@ func newStateCollector(src Source) *stateCollector {
 	d("iggo_gossip_members", "Gossip members by state as this node sees them.", "state")
 	d("iggo_gossip_member_up", "1 while gossip counts the member alive or suspect.", "member", "state")
 	d("iggo_memory_pool_idle_bytes", "Idle bytes in a shard's stamp-buffer pool.", "shard")
+	d("iggo_storage_files_open", "Descriptors a shard's storage files hold now.", "shard")
+	d("iggo_storage_files_max", "Descriptors a shard's storage files may hold (partition.open_files_max split between the shards).", "shard")
+	d("iggo_storage_file_closes_total", "Storage files a shard closed while idle to make room for another.", "shard")
+	d("iggo_storage_file_reopens_total", "Storage files a shard reopened on use after closing them to make room.", "shard")
 	d("iggo_memory_pool_idle_buffers", "Idle buffers in a shard's stamp-buffer pool.", "shard")
 	d("iggo_memory_pool_gets_total", "Buffers taken from a shard's pool (result: hit reused one, miss allocated).", "shard", "result")
 	d("iggo_ready", "1 while /readyz answers 200.")
@@ -228,6 +242,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		g("iggo_memory_pool_idle_buffers", float64(p.IdleCount), id)
 		ctr("iggo_memory_pool_gets_total", float64(p.Hits), id, "hit")
 		ctr("iggo_memory_pool_gets_total", float64(p.Misses), id, "miss")
+	}
+	for _, f := range s.Files {
+		id := strconv.Itoa(f.Shard)
+		g("iggo_storage_files_open", float64(f.Open), id)
+		g("iggo_storage_files_max", float64(f.Max), id)
+		ctr("iggo_storage_file_closes_total", float64(f.Closes), id)
+		ctr("iggo_storage_file_reopens_total", float64(f.Reopens), id)
 	}
 	g("iggo_ready", b2f(s.Ready))
 	g("iggo_live", b2f(s.Live))
