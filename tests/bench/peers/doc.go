@@ -46,9 +46,16 @@
 // then `iggo bench bp` fills the node with BootData bytes, the node is
 // stopped with SIGTERM and started again, and the boot time is the time
 // from exec to the first successful login and the topic reporting every
-// message it was sent. A partition count the node refuses (its cap from
-// the descriptor limit: five descriptors a partition, half the limit kept
-// for connections) is a row saying so, not a failure.
+// message it was sent. A partition count the node refuses (over its
+// metadata.partitions_max, 10,000 by default) is a row saying so, not a
+// failure.
+//
+// # Soak (Soak)
+//
+// One fresh node under `iggo bench bpcg` rate-limited to Rate payload bytes
+// a second for Duration, its VmRSS sampled every second and reported per
+// Window (smallest and largest sample), with the last window's peak
+// against the second's (the first holds the ramp-up).
 //
 // # Disk (DiskBandwidth)
 //
