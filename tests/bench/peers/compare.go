@@ -2,7 +2,6 @@ package peers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -329,17 +328,7 @@ func jsSyncTitle(d string) string {
 
 // write stores peers.md, peers.json and peers.png in dir.
 func (r *CompareResult) write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "peers.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "peers.md"), []byte(r.Markdown()), 0o644); err != nil {
+	if err := writeReport(dir, "peers", r, r.Markdown()); err != nil {
 		return err
 	}
 	return r.Chart(filepath.Join(dir, "peers.png"))

@@ -317,16 +317,19 @@ func (r *ScalingResult) Markdown() string {
 	return b.String()
 }
 
-func (r *ScalingResult) write(dir string) error {
+func (r *ScalingResult) write(dir string) error { return writeReport(dir, "scaling", r, r.Markdown()) }
+
+// writeReport stores v as dir/name.json and md as dir/name.md.
+func writeReport(dir, name string, v any, md string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "scaling.json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "scaling.md"), []byte(r.Markdown()), 0o644)
+	return os.WriteFile(filepath.Join(dir, name+".md"), []byte(md), 0o644)
 }

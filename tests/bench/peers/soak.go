@@ -2,7 +2,6 @@ package peers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -217,16 +216,4 @@ func (r *SoakResult) Markdown() string {
 	return b.String()
 }
 
-func (r *SoakResult) write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "soak.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "soak.md"), []byte(r.Markdown()), 0o644)
-}
+func (r *SoakResult) write(dir string) error { return writeReport(dir, "soak", r, r.Markdown()) }
