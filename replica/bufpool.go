@@ -3,12 +3,11 @@ package replica
 import "sync/atomic"
 
 // stampPool recycles the buffers a replicated partition stamps committed
-// batches into (applySend copies each prepare body so the replica keeps the
-// unstamped original for retransmission). Without it every committed batch
-// allocates its size again and the collector runs every few batches; with
-// it a steady producer reuses the same few buffers. A buffer comes back only
-// once its segment write has finished: nothing else references it then
-// (segments copy what they index, replies carry offsets only).
+// batches' headers into (applySend copies each prepare body's 256-byte
+// header, stamps the copy and writes the body's frames after it, so the
+// replica keeps the unstamped original for retransmission). A buffer comes
+// back only once its segment write has finished: nothing else references
+// it then (segments copy what they index, replies carry offsets only).
 //
 // It belongs to one shard loop and needs no lock. Idle buffers are bounded
 // by count and bytes, both from [memory_pool]: bucket_capacity buffers and

@@ -75,9 +75,13 @@
 // prepare body for retransmission and repair, and peers verify it against
 // its checksum, so the body must stay exactly as journaled: the owning
 // shard copies a send's batch out of the connection's buffer before it
-// submits it, and Apply stamps a copy. Every replica stamps the same
-// committed batch with the same (partition_id, base_offset, prepare
-// timestamp), so their segments are byte-identical.
+// submits it, and Apply stamps a copy of its 256-byte header only: the
+// stamps and the batch checksum live there (the checksum covers the
+// frames' own checksums, which stamping does not change), and the segment
+// write is the stamped header followed by the prepare body's frames as
+// received, one vectored write (segment.Record, wire.StampHeader). Every
+// replica stamps the same committed batch with the same (partition_id,
+// base_offset, prepare timestamp), so their segments are byte-identical.
 //
 // # One send, call by call
 //

@@ -230,7 +230,7 @@ func (p *part) send(t *task, r *sendReq) {
 		body = bytes.Clone(body)
 	}
 	// Nothing this iteration writes references the connection's buffers
-	// then (Apply stamps a copy too), so the reply need not wait for the
+	// then (Apply stamps a copy of the header), so the reply need not wait for the
 	// segment write.
 	t.early = p.Cluster()
 	p.g.Submit(t, partition.SendRequest(r.producer, r.session, r.request, r.user, nowMicros(), body))

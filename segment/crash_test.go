@@ -110,7 +110,7 @@ func (ct *crashTester) step(t *rapid.T) bool {
 		// covering it in one submission.
 		var b vfs.Batch
 		var st Staged
-		if st, err = l.StageAppend(&b, ct.records(t)); err != nil {
+		if st, err = l.StageAppend(&b, Whole(ct.records(t)...)); err != nil {
 			break
 		}
 		var p SyncPlan

@@ -116,6 +116,7 @@ type Log struct {
 	idxBuf  []byte
 	sumBuf  []byte
 	pending []indexEntry
+	iov     [][]byte // AppendRecords' vectored write
 }
 
 // Dir returns the partition directory.
@@ -255,6 +256,12 @@ func (l *Log) Close() error {
 // ErrInvalidRecord before anything is written. An I/O error fails the log
 // (ErrFailed). The slices are not retained.
 func (l *Log) Append(records [][]byte) error {
+	return l.AppendRecords(Whole(records...))
+}
+
+// AppendRecords is Append of records given as header and frames
+// (Record).
+func (l *Log) AppendRecords(records []Record) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -272,7 +279,10 @@ func (l *Log) Append(records [][]byte) error {
 		n := l.fitting(s, records)
 		a := l.prepare(s, records[:n], l.pending[:0])
 		l.pending = a.entries
-		if _, err := s.logF.WritevAt(records[:n], s.size); err != nil {
+		l.iov = iovecs(l.iov[:0], records[:n])
+		_, err = s.logF.WritevAt(l.iov, s.size)
+		clear(l.iov)
+		if err != nil {
 			return l.fail(fmt.Errorf("append to %s at %d: %w", s.logPath, s.size, err))
 		}
 		l.apply(a)
@@ -281,19 +291,60 @@ func (l *Log) Append(records [][]byte) error {
 	return nil
 }
 
+// Record is one stored batch given in two pieces written back to back:
+// Head, its RecordHeaderSize-byte header, and Frames, the rest. A
+// replicated partition stamps a copy of the header and hands the prepare's
+// frames as they are (wire.StampHeader), so no batch is copied to be
+// stamped.
+type Record struct {
+	Head, Frames []byte
+}
+
+// Len is the record's length in bytes.
+func (r Record) Len() int { return len(r.Head) + len(r.Frames) }
+
+// Split is the Record of a contiguous record (one shorter than its header
+// is all Head, which validation refuses).
+func Split(rec []byte) Record {
+	if len(rec) < RecordHeaderSize {
+		return Record{Head: rec}
+	}
+	return Record{Head: rec[:RecordHeaderSize:RecordHeaderSize], Frames: rec[RecordHeaderSize:]}
+}
+
+// Whole is the Records of contiguous records.
+func Whole(recs ...[]byte) []Record {
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		out[i] = Split(r)
+	}
+	return out
+}
+
+// iovecs appends the pieces of records to dst, in order.
+func iovecs(dst [][]byte, records []Record) [][]byte {
+	for _, r := range records {
+		dst = append(dst, r.Head)
+		if len(r.Frames) > 0 {
+			dst = append(dst, r.Frames)
+		}
+	}
+	return dst
+}
+
 // validate checks records as Append documents.
-func (l *Log) validate(records [][]byte) error {
+func (l *Log) validate(records []Record) error {
 	next := l.NextOffset()
 	for i, r := range records {
-		if len(r) < RecordHeaderSize {
-			return fmt.Errorf("%w: record %d of %d bytes is shorter than its header", ErrInvalidRecord, i, len(r))
+		if len(r.Head) != RecordHeaderSize {
+			return fmt.Errorf("%w: record %d of %d bytes is shorter than its header", ErrInvalidRecord, i, r.Len())
 		}
-		h := parseHeader(r)
-		if why := checkHeader(r, h, l.cfg.PartitionID, l.cfg.MaxRecordSize); why != "" {
+		h := parseHeader(r.Head)
+		if why := checkHeader(r.Head, h, l.cfg.PartitionID, l.cfg.MaxRecordSize); why != "" {
 			return fmt.Errorf("%w: record %d: %s", ErrInvalidRecord, i, why)
 		}
-		if h.batchLength != uint64(len(r)) {
-			return fmt.Errorf("%w: record %d: batch_length %d, slice holds %d bytes", ErrInvalidRecord, i, h.batchLength, len(r))
+		if h.batchLength != uint64(r.Len()) {
+			return fmt.Errorf("%w: record %d: batch_length %d, slice holds %d bytes", ErrInvalidRecord, i, h.batchLength, r.Len())
 		}
 		if h.baseOffset != next {
 			return fmt.Errorf("%w: record %d: base_offset %d, log continues at %d", ErrInvalidRecord, i, h.baseOffset, next)
@@ -305,10 +356,10 @@ func (l *Log) validate(records [][]byte) error {
 
 // fitting is how many of records go to the active segment s: up to and
 // including the one that brings it to SegmentSize.
-func (l *Log) fitting(s *segment, records [][]byte) int {
+func (l *Log) fitting(s *segment, records []Record) int {
 	n, size := 0, s.size
 	for n < len(records) && size < int64(l.cfg.SegmentSize) {
-		size += int64(len(records[n]))
+		size += int64(records[n].Len())
 		n++
 	}
 	return n
@@ -326,15 +377,15 @@ type pendingAppend struct {
 
 // prepare computes what appending recs to s changes, appending the new
 // index entries to entries.
-func (l *Log) prepare(s *segment, recs [][]byte, entries []indexEntry) pendingAppend {
+func (l *Log) prepare(s *segment, recs []Record, entries []indexEntry) pendingAppend {
 	a := pendingAppend{s: s, ix: s.ix, entries: entries, size: s.size}
 	for _, r := range recs {
-		h := parseHeader(r)
+		h := parseHeader(r.Head)
 		if e, ok := a.ix.add(s.start, h, a.size); ok {
 			a.entries = append(a.entries, e)
 		}
 		a.last = indexEntry{rel: uint32(h.baseOffset - s.start), pos: uint32(a.size), length: uint32(h.batchLength), maxTS: a.ix.maxTS}
-		a.size += int64(len(r))
+		a.size += int64(r.Len())
 		a.next = h.nextOffset()
 	}
 	return a
@@ -378,7 +429,7 @@ type Staged struct {
 //
 // Opening a new segment (when the last one is sealed) happens inside
 // StageAppend, synchronously, as in Append.
-func (l *Log) StageAppend(b *vfs.Batch, records [][]byte) (Staged, error) {
+func (l *Log) StageAppend(b *vfs.Batch, records []Record) (Staged, error) {
 	if err := l.usable(); err != nil {
 		return Staged{}, err
 	}
@@ -398,7 +449,7 @@ func (l *Log) StageAppend(b *vfs.Batch, records [][]byte) (Staged, error) {
 	n := l.fitting(s, records)
 	a := l.prepare(s, records[:n], l.stagedBuf[:0])
 	l.stagedBuf = a.entries
-	b.WritevAt(s.logF, records[:n], s.size)
+	b.WritevAt(s.logF, iovecs(nil, records[:n]), s.size)
 	l.staged = &a
 	return Staged{Records: n, Segment: s.start, Pos: s.size}, nil
 }

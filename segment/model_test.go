@@ -168,8 +168,17 @@ func (lm *logMachine) StageAppend(t *rapid.T) {
 		recs = append(recs, r)
 		next = parseHeader(r).nextOffset()
 	}
+	// Half the time each header comes from a buffer of its own, as a
+	// replicated partition stamps a copy of the header in front of the
+	// prepare's frames; the model holds the contiguous record.
+	staged := Whole(recs...)
+	if rapid.Bool().Draw(t, "splitHeads") {
+		for i := range staged {
+			staged[i].Head = append([]byte(nil), staged[i].Head...)
+		}
+	}
 	var b vfs.Batch
-	st, err := lm.l.StageAppend(&b, recs)
+	st, err := lm.l.StageAppend(&b, staged)
 	if err != nil {
 		t.Fatalf("stage: %v", err)
 	}

@@ -851,3 +851,41 @@ func TestRequestHeaderProducerIdentity(t *testing.T) {
 		}
 	}
 }
+
+// StampHeader on a copy of the header, the frames left where they are,
+// gives the record Stamp gives in place, and it verifies; the frames are
+// not written.
+func TestStampHeaderMatchesStamp(t *testing.T) {
+	b, err := AppendBatch(nil, benchMessages(17, 300))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := bytes.Clone(b[BatchHeaderSize:])
+	head := bytes.Clone(b[:BatchHeaderSize])
+	StampHeader(head, frames, 4, 1000, 77)
+	if !bytes.Equal(frames, b[BatchHeaderSize:]) {
+		t.Fatal("StampHeader wrote into the frames")
+	}
+	v, err := VerifyBatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Stamp(4, 1000, 77)
+	if !bytes.Equal(head, b[:BatchHeaderSize]) {
+		t.Fatalf("split stamp header differs from the in-place stamp:\n%x\n%x", head, b[:BatchHeaderSize])
+	}
+	joined := append(head, frames...)
+	jv, err := VerifyBatch(joined)
+	if err != nil {
+		t.Fatalf("split-stamped record does not verify: %v", err)
+	}
+	if h := jv.Header(); h.BaseOffset != 1000 || h.PartitionID != 4 || h.BaseTimestamp != 77 {
+		t.Fatalf("stamps: %+v", h)
+	}
+	// A different stamp changes the checksum: it covers the stamped fields.
+	other := bytes.Clone(head)
+	StampHeader(other, frames, 4, 1001, 77)
+	if bytes.Equal(other[bhBatchChecksum:bhBatchChecksum+8], head[bhBatchChecksum:bhBatchChecksum+8]) {
+		t.Fatal("batch checksum did not change with base_offset")
+	}
+}

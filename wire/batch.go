@@ -346,9 +346,15 @@ func (it *FrameIter) Offset() int { return it.off }
 // base_timestamp, origin_timestamp, batch_length (8 bytes LE each),
 // message_count (4 bytes LE), then every frame's 8 checksum bytes in order.
 func (v BatchView) ComputeChecksum() uint64 {
+	return splitChecksum(v.b[:BatchHeaderSize], v.b[BatchHeaderSize:])
+}
+
+// splitChecksum is ComputeChecksum of the record whose header is head and
+// whose frames (validated) are frames.
+func splitChecksum(head, frames []byte) uint64 {
 	var hs batchHasher
-	hs.header(v.b)
-	it := v.Frames()
+	hs.header(head)
+	it := FrameIter{b: frames}
 	for f, ok := it.Next(); ok; f, ok = it.Next() {
 		hs.frame(f)
 	}
@@ -389,10 +395,20 @@ func (v BatchView) LastOffsetDelta() uint32 {
 // Stamp sets partition_id, base_offset and base_timestamp in place and
 // recomputes the batch checksum, as the server does at append.
 func (v BatchView) Stamp(partitionID, baseOffset, baseTimestamp uint64) {
-	binary.LittleEndian.PutUint64(v.b[bhPartitionID:], partitionID)
-	binary.LittleEndian.PutUint64(v.b[bhBaseOffset:], baseOffset)
-	binary.LittleEndian.PutUint64(v.b[bhBaseTimestamp:], baseTimestamp)
-	binary.LittleEndian.PutUint64(v.b[bhBatchChecksum:], v.ComputeChecksum())
+	StampHeader(v.b[:BatchHeaderSize], v.b[BatchHeaderSize:], partitionID, baseOffset, baseTimestamp)
+}
+
+// StampHeader is Stamp for a record held in two pieces: head, its
+// BatchHeaderSize-byte header, gets the stamps and the batch checksum;
+// frames, the record's frames as a validated batch holds them (ParseBatch),
+// is only read. A replicated partition stamps a copy of the header and
+// writes the prepare's frames after it as they are, instead of copying
+// the whole batch to stamp it.
+func StampHeader(head, frames []byte, partitionID, baseOffset, baseTimestamp uint64) {
+	binary.LittleEndian.PutUint64(head[bhPartitionID:], partitionID)
+	binary.LittleEndian.PutUint64(head[bhBaseOffset:], baseOffset)
+	binary.LittleEndian.PutUint64(head[bhBaseTimestamp:], baseTimestamp)
+	binary.LittleEndian.PutUint64(head[bhBatchChecksum:], splitChecksum(head, frames))
 }
 
 // FinishFrame completes a frame rewritten in place: f holds the 48-byte

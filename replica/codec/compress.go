@@ -130,12 +130,13 @@ func Compressed(frames []byte) bool {
 }
 
 // OriginalSize is the size of a stored record's client form: what the
-// producer sent, with the server's stamps.
-func (s *Stack) OriginalSize(rec []byte) (uint64, error) {
-	if len(rec) < wire.BatchHeaderSize {
-		return 0, fmt.Errorf("codec: record of %d bytes", len(rec))
+// producer sent, with the server's stamps. The record is given as its
+// header and its frames (segment.Record), which need not be contiguous.
+func (s *Stack) OriginalSize(head, frames []byte) (uint64, error) {
+	if len(head) != wire.BatchHeaderSize {
+		return 0, fmt.Errorf("codec: record header of %d bytes", len(head))
 	}
-	frames := rec[wire.BatchHeaderSize:]
+	size := uint64(len(head) + len(frames))
 	if !Compressed(frames) && s.Sealed() {
 		// Sections: every payload and every non-empty user-headers block
 		// carries a nonce and a tag.
@@ -151,20 +152,20 @@ func (s *Stack) OriginalSize(rec []byte) (uint64, error) {
 			}
 			off += len(f)
 		}
-		if sealed*Overhead > uint64(len(rec)) {
-			return 0, fmt.Errorf("codec: sealed record of %d bytes with %d sections", len(rec), sealed)
+		if sealed*Overhead > size {
+			return 0, fmt.Errorf("codec: sealed record of %d bytes with %d sections", size, sealed)
 		}
-		return uint64(len(rec)) - sealed*Overhead, nil
+		return size - sealed*Overhead, nil
 	}
 	if Compressed(frames) {
-		n := uint64(binary.LittleEndian.Uint32(rec[48:]))
+		n := uint64(binary.LittleEndian.Uint32(head[48:]))
 		body := uint64(binary.LittleEndian.Uint32(frames[wire.FrameHeaderSize+4:]))
 		if body < n*entryHeaderSize {
 			return 0, fmt.Errorf("%w: body of %d bytes for %d messages", ErrCompressed, body, n)
 		}
 		return wire.BatchHeaderSize + n*wire.FrameHeaderSize + body - n*entryHeaderSize, nil
 	}
-	return uint64(len(rec)), nil
+	return size, nil
 }
 
 // encodeCompressed writes the compressed form; ok is false when it would

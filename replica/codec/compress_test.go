@@ -74,7 +74,7 @@ func TestCompressedRoundTrip(t *testing.T) {
 					t.Fatalf("%s: stored %d bytes, sent %d", name, len(enc), plain.Len())
 				}
 				storedChecksumsHold(t, enc)
-				if got, err := st.OriginalSize(enc); err != nil || got != uint64(plain.Len()) {
+				if got, err := st.OriginalSize(enc[:wire.BatchHeaderSize], enc[wire.BatchHeaderSize:]); err != nil || got != uint64(plain.Len()) {
 					t.Fatalf("%s: OriginalSize %d (%v), want %d", name, got, err, plain.Len())
 				}
 				if sname == "encrypted" && bytes.Contains(enc, msgs[0].Payload[:min(len(msgs[0].Payload), 64)]) {
@@ -112,7 +112,7 @@ func TestIncompressibleStoredAsSent(t *testing.T) {
 				t.Fatalf("%s/%s: random payload stored compressed", sname, alg)
 			}
 			if sname == "encrypted" {
-				if got, err := st.OriginalSize(enc); err != nil || got != uint64(plain.Len()) {
+				if got, err := st.OriginalSize(enc[:wire.BatchHeaderSize], enc[wire.BatchHeaderSize:]); err != nil || got != uint64(plain.Len()) {
 					t.Fatalf("%s/%s: OriginalSize of a sealed record %d (%v), want %d", sname, alg, got, err, plain.Len())
 				}
 			}

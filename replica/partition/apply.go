@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/iggo/iggo/segment"
 	"github.com/iggo/iggo/vsr"
 	"github.com/iggo/iggo/wire"
 )
@@ -130,22 +131,24 @@ func (p *Partition) applySend(h *vsr.Header, body []byte) []byte {
 	}
 	base := p.next
 	n := uint64(v.MessageCount())
+	rec := segment.Split(body)
 	if p.cluster {
 		// The replica keeps the prepare body for retransmission and
-		// repair, and peers verify it against its checksum: stamp a copy.
-		body = append(p.pipe.get(len(body))[:0], body...)
-		if v, err = wire.ParseBatch(body); err != nil {
-			panic(fmt.Sprintf("replica: partition %s op %d: copied batch does not parse: %v", p.ns, h.Op(), err))
-		}
+		// repair, and peers verify it against its checksum: stamp a copy
+		// of the header only (the stamps and the batch checksum are all in
+		// it) and write the body's frames after it as they are.
+		rec.Head = append(p.pipe.get(wire.BatchHeaderSize)[:0], rec.Head...)
+		wire.StampHeader(rec.Head, rec.Frames, uint64(p.id), base, h.Timestamp())
+	} else {
+		v.Stamp(uint64(p.id), base, h.Timestamp())
 	}
-	v.Stamp(uint64(p.id), base, h.Timestamp())
 	p.next = base + n
 	reply := binary.LittleEndian.AppendUint64(make([]byte, 0, 8), base)
 	switch {
 	case base+n <= p.written:
 		// Already in the segments: a replay after restart.
 		if p.cluster {
-			p.pipe.put(body)
+			p.pipe.put(rec.Head)
 		}
 	case base < p.written:
 		panic(fmt.Sprintf("replica: partition %s op %d: batch [%d, %d) straddles the segment end %d",
@@ -158,7 +161,7 @@ func (p *Partition) applySend(h *vsr.Header, body []byte) []byte {
 		p.written = base + n
 		p.stats.AppendedMsgs.Add(n)
 		p.stats.AppendedBytes.Add(uint64(len(body)))
-		p.pipe.stage(p, body, n)
+		p.pipe.stage(p, rec, n)
 	}
 	return reply
 }

@@ -54,8 +54,8 @@ type Outcome struct {
 	Reply   []byte
 }
 
-// Buffers recycles the buffers a replicated partition stamps committed
-// batches into (one pool per shard).
+// Buffers recycles the header copies a replicated partition stamps
+// committed batches' headers into (one pool per shard).
 type Buffers interface {
 	Get(n int) []byte
 	Put(b []byte)
@@ -68,7 +68,7 @@ type Config struct {
 	Stream, Topic, ID uint32
 	Revision          uint64
 	TopicConfig       metadata.TopicConfig
-	// Cluster: the group has more than one replica (stamped copies,
+	// Cluster: the group has more than one replica (stamped header copies,
 	// segment lists, transfer artifacts, retention by op).
 	Cluster bool
 	// ValidateChecksum, MaxRecordSize, BackgroundSyncBytes and

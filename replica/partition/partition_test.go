@@ -471,3 +471,39 @@ func TestPollAllocatesNothing(t *testing.T) {
 		t.Fatalf("a poll allocates %.1f times", n)
 	}
 }
+
+// A replicated partition stamps a copy of the batch header only: the
+// prepare body (which the replica retransmits and peers verify against its
+// checksum) is left exactly as journaled, and the segment holds the
+// stamped header followed by the body's frames, a record that verifies.
+func TestClusterApplyLeavesPrepareBody(t *testing.T) {
+	r := newRig(t, 21, true)
+	r.send(0, 4, 50) // offsets 0..3: the next batch is stamped at 4
+	body := testBatch(t, 4, 6, 200)
+	orig := bytes.Clone(body)
+	reply := r.apply(OpSend, body)
+	if base := binary.LittleEndian.Uint64(reply); base != 4 {
+		t.Fatalf("base offset %d, want 4", base)
+	}
+	if !bytes.Equal(body, orig) {
+		t.Fatal("Apply wrote into the prepare body of a replicated partition")
+	}
+	res := new(PollResult)
+	if _, code := r.p.Poll(PollRequest{Strategy: wire.PollFromOffset(4), Count: 6}, res); code != 0 || res.Count != 6 {
+		t.Fatalf("poll: code %d count %d", code, res.Count)
+	}
+	var rec []byte
+	for _, part := range res.Parts {
+		rec = append(rec, part...)
+	}
+	v, err := wire.VerifyBatch(rec)
+	if err != nil {
+		t.Fatalf("stored record does not verify: %v", err)
+	}
+	if h := v.Header(); h.BaseOffset != 4 || h.PartitionID != 3 || h.BaseTimestamp != 1_000_000+r.op {
+		t.Fatalf("stored header %+v", h)
+	}
+	if !bytes.Equal(rec[wire.BatchHeaderSize:], orig[wire.BatchHeaderSize:]) {
+		t.Fatal("stored frames differ from the prepare body's")
+	}
+}

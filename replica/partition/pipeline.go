@@ -31,7 +31,7 @@ const (
 
 // writeState is a partition's part of the pipeline.
 type writeState struct {
-	pending      [][]byte // stamped records awaiting their segment write
+	pending      []segment.Record // stamped records awaiting their segment write
 	queued       bool
 	syncWanted   bool // queued for a segment sync in the next group commit
 	hintWanted   bool // queued for a writeback hint in the next submission
@@ -59,7 +59,7 @@ type Pipeline struct {
 }
 
 // NewPipeline returns a shard's pipeline; stamps (nil: allocate) recycles
-// the stamped copies of a replicated partition's records.
+// the stamped header copies of a replicated partition's records.
 func NewPipeline(writebackBytes uint64, stamps Buffers) *Pipeline {
 	return &Pipeline{writebackBytes: writebackBytes, stamps: stamps}
 }
@@ -78,11 +78,11 @@ func (q *Pipeline) put(b []byte) {
 }
 
 // stage queues an applied record of n messages for p's segment write.
-func (q *Pipeline) stage(p *Partition, rec []byte, n uint64) {
+func (q *Pipeline) stage(p *Partition, rec segment.Record, n uint64) {
 	w := &p.w
 	w.pending = append(w.pending, rec)
 	w.unsyncedMsgs += n
-	w.unsyncedSize += uint64(len(rec))
+	w.unsyncedSize += uint64(rec.Len())
 	if !w.queued {
 		w.queued = true
 		q.queue = append(q.queue, p)
@@ -269,7 +269,7 @@ func (p *Partition) finishAppend(st segment.Staged, err error) error {
 	}
 	recs := p.w.pending[:st.Records]
 	for _, r := range recs {
-		p.w.unhinted += uint64(len(r))
+		p.w.unhinted += uint64(r.Len())
 	}
 	p.followAppend(st, recs)
 	p.noteWritten(st.Segment, recs)
@@ -278,14 +278,15 @@ func (p *Partition) finishAppend(st segment.Staged, err error) error {
 	return nil
 }
 
-// releaseWritten hands the first n pending records, whose segment write has
-// finished, back to the stamp pool (a replicated partition's records are
-// its own stamped copies; a single node's alias the prepare bodies and are
-// only dropped).
+// releaseWritten hands the stamped headers of the first n pending records,
+// whose segment write has finished, back to the stamp pool (a replicated
+// partition's headers are its own stamped copies and its frames alias the
+// prepare bodies; a single node's records alias the prepare bodies whole
+// and are only dropped).
 func (p *Partition) releaseWritten(n int) {
 	if p.cluster {
-		for _, b := range p.w.pending[:n] {
-			p.pipe.put(b)
+		for _, r := range p.w.pending[:n] {
+			p.pipe.put(r.Head)
 		}
 	}
 	clear(p.w.pending[:n])

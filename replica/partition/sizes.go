@@ -72,7 +72,7 @@ func (p *Partition) markCompressed(body []byte) {
 
 // noteWritten adds the original sizes of records just appended to the
 // segment starting at seg.
-func (p *Partition) noteWritten(seg uint64, recs [][]byte) {
+func (p *Partition) noteWritten(seg uint64, recs []segment.Record) {
 	o := &p.orig
 	i := sort.Search(len(o.segs), func(i int) bool { return o.segs[i].start >= seg })
 	if i == len(o.segs) || o.segs[i].start != seg {
@@ -83,7 +83,7 @@ func (p *Partition) noteWritten(seg uint64, recs [][]byte) {
 	for _, r := range recs {
 		n, err := p.originalSize(r)
 		if err != nil {
-			n = uint64(len(r))
+			n = uint64(r.Len())
 		}
 		o.segs[i].bytes += n
 		o.total += n
@@ -148,7 +148,7 @@ func (p *Partition) segmentOriginal(si segment.SegmentInfo) (uint64, error) {
 				return 0, fmt.Errorf("replica: partition %s: segment %d: record header: %v", p.ns, si.StartOffset, err)
 			}
 			if h.BaseOffset < si.NextOffset {
-				n, err := p.originalSize(rest[:h.BatchLength])
+				n, err := p.originalSize(segment.Split(rest[:h.BatchLength]))
 				if err != nil {
 					n = h.BatchLength
 				}
@@ -163,9 +163,9 @@ func (p *Partition) segmentOriginal(si segment.SegmentInfo) (uint64, error) {
 
 // originalSize is a record's client-form size (its stored size without a
 // codec).
-func (p *Partition) originalSize(rec []byte) (uint64, error) {
+func (p *Partition) originalSize(rec segment.Record) (uint64, error) {
 	if p.cfg.Codec == nil {
-		return uint64(len(rec)), nil
+		return uint64(rec.Len()), nil
 	}
-	return p.cfg.Codec.OriginalSize(rec)
+	return p.cfg.Codec.OriginalSize(rec.Head, rec.Frames)
 }

@@ -139,7 +139,7 @@ func (p *Partition) segmentList() ([]segEntry, error) {
 // that carries the checkpoint (about 10 ms per 64 MiB on the test machine).
 // Anything it cannot follow (an append that does not continue the running
 // checksum) it leaves to segmentList, which catches up from the file.
-func (p *Partition) followAppend(st segment.Staged, recs [][]byte) {
+func (p *Partition) followAppend(st segment.Staged, recs []segment.Record) {
 	if !p.cluster || len(recs) == 0 {
 		return
 	}
@@ -158,8 +158,9 @@ func (p *Partition) followAppend(st segment.Staged, recs [][]byte) {
 		return
 	}
 	for _, r := range recs {
-		hs.s.Write(r)
-		hs.hashed += int64(len(r))
+		hs.s.Write(r.Head)
+		hs.s.Write(r.Frames)
+		hs.hashed += int64(r.Len())
 	}
 }
 
