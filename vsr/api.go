@@ -278,7 +278,12 @@ func (rd *Ready) Empty() bool {
 // op per boot (ops replayed after a restart are applied again on top of the
 // restored checkpoint), and must be deterministic: given the same sequence of
 // (header, body) every replica returns the same reply bytes and reaches the
-// same state. It must not retain body after returning unless it copies it.
+// same state. It must not write into body, which the replica keeps for
+// retransmission and repair and peers verify against its checksum (a
+// replica set of one, which sends it nowhere, may stamp it in place), and
+// it may keep referring to body after returning: the replica never writes
+// into a body or reuses its memory (a replicated partition's segment write
+// sends the body's frames after a stamped copy of its header).
 //
 // Checkpoints and state transfer involve I/O and are therefore requests in
 // Ready (Checkpoint, ArtifactReads, ArtifactWrites, Install) answered through
