@@ -182,6 +182,16 @@ func Alive(pid int) bool {
 	if err != nil {
 		return !errors.Is(err, os.ErrNotExist) // no /proc: trust kill(0)
 	}
+	if len(cmdline) == 0 {
+		// A process still in execve has no command line yet: the kernel
+		// sets it once it has mapped the new image, after the parent's
+		// exec.Cmd.Start has returned, and that takes milliseconds when
+		// the binary is not in the page cache. Its executable is the new
+		// one already. (A kernel thread, or a process exiting whose memory
+		// is gone, has neither.)
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		return err == nil && strings.Contains(exe, "iggo-server")
+	}
 	return strings.Contains(string(cmdline), "iggo-server")
 }
 

@@ -1,0 +1,101 @@
+package localcluster
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fakeServerEnv makes this test binary, run as a node (started through
+// startNode under the name iggo-server), sleep until it is killed.
+const fakeServerEnv = "IGGO_LOCALCLUSTER_FAKE_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeServerEnv) == "1" {
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestAliveDuringExec: a node startNode has just started is Alive, though
+// its execve may still be mapping the binary. The kernel fills in
+// /proc/<pid>/cmdline only after exec.Cmd.Start has returned (Start returns
+// once the close-on-exec pipe closes, early in execve), and when the binary
+// is not in the page cache that takes milliseconds: `up` then found node-0's
+// command line empty and failed at once with "node node-0 exited during
+// start" and an empty log.
+func TestAliveDuringExec(t *testing.T) {
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := filepath.Join(dir, "iggo-server")
+	copyFile(t, self, server)
+	t.Setenv(fakeServerEnv, "1")
+	st := &State{Name: "lc", Server: server, Dir: dir, Nodes: []NodeState{{ID: 0, Name: "node-0", IP: "127.0.0.1",
+		TCPPort: 1, HTTPPort: 2, DataDir: filepath.Join(dir, "data"), Log: filepath.Join(dir, "server.log")}}}
+	n := &st.Nodes[0]
+	for i := 0; i < 10; i++ {
+		// As after other work pushed iggo-server out of the page cache.
+		// (A no-op where the temporary directory is in memory: the window
+		// is then some microseconds, which this test may miss.)
+		evict(t, server)
+		p, err := startNode(st, n, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		alive := Alive(n.PID)
+		_ = p.Kill()
+		_, _ = p.Wait()
+		if !alive {
+			t.Fatalf("start %d: Alive(%d) is false for the node just started", i, n.PID)
+		}
+		if Alive(n.PID) {
+			t.Fatalf("start %d: Alive(%d) is true after the node was killed and reaped", i, n.PID)
+		}
+	}
+	if Alive(os.Getpid()) {
+		t.Fatalf("Alive is true for this test binary, which is not iggo-server")
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Sync(); err != nil { // written back, so evict can drop it
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// evict drops path's pages from the page cache.
+func evict(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Logf("fadvise: %v", err)
+	}
+}
