@@ -50,18 +50,58 @@ func TestAliveDuringExec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		alive := Alive(n.PID)
+		alive := st.Alive(*n)
 		_ = p.Kill()
 		_, _ = p.Wait()
 		if !alive {
-			t.Fatalf("start %d: Alive(%d) is false for the node just started", i, n.PID)
+			t.Fatalf("start %d: node with pid %d is not alive just after its start", i, n.PID)
 		}
-		if Alive(n.PID) {
-			t.Fatalf("start %d: Alive(%d) is true after the node was killed and reaped", i, n.PID)
+		if st.Alive(*n) {
+			t.Fatalf("start %d: node with pid %d is alive after it was killed and reaped", i, n.PID)
 		}
 	}
-	if Alive(os.Getpid()) {
-		t.Fatalf("Alive is true for this test binary, which is not iggo-server")
+	self0 := NodeState{ID: 0, PID: os.Getpid()}
+	if st.Alive(self0) {
+		t.Fatalf("this test binary, not started as a node, counts as node 0")
+	}
+}
+
+// A live process started as a node of one cluster is not a node of
+// another cluster, nor another node of its own: a pid recorded in a stale
+// state file and reused by such a process must not be signalled by Down.
+func TestAliveIsThatNode(t *testing.T) {
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := filepath.Join(dir, "not-named-like-the-server")
+	copyFile(t, self, server)
+	t.Setenv(fakeServerEnv, "1")
+	st := &State{Name: "lc", Server: server, Dir: filepath.Join(dir, "a"), Nodes: []NodeState{{ID: 1, Name: "node-1", IP: "127.0.0.1",
+		TCPPort: 1, HTTPPort: 2, DataDir: filepath.Join(dir, "data"), Log: filepath.Join(dir, "server.log")}}}
+	n := &st.Nodes[0]
+	if err := os.MkdirAll(st.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := startNode(st, n, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Kill(); _, _ = p.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for !st.Alive(*n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node-1 (pid %d, server %s) never counted as alive", n.PID, server)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	other := &State{Name: "lc", Server: server, Dir: filepath.Join(dir, "b"), Nodes: st.Nodes}
+	if other.Alive(*n) {
+		t.Fatalf("pid %d of a cluster in %s counts as a node of the cluster in %s", n.PID, st.Dir, other.Dir)
+	}
+	if st.Alive(NodeState{ID: 0, PID: n.PID}) {
+		t.Fatalf("pid %d, node 1, counts as node 0", n.PID)
 	}
 }
 

@@ -162,9 +162,18 @@ func writeState(dir string, s *State) error {
 	return os.Rename(tmp, filepath.Join(dir, stateFile))
 }
 
-// Alive reports whether pid is a running iggo-server (not a zombie, not a
-// recycled pid of another program).
-func Alive(pid int) bool {
+// Alive reports whether node n of st runs: its recorded pid is a live
+// process (not a zombie) started as that node, with this cluster's
+// configuration file and the node's replica id on its command line. A pid
+// the system reused for another program, or for a server of another
+// cluster, is not taken for the node (Down would signal it).
+func (st *State) Alive(n NodeState) bool {
+	return nodeProcess(n.PID, filepath.Join(st.Dir, configFile), n.ID, st.Server)
+}
+
+// nodeProcess reports whether pid is a live process started by startNode
+// with configuration file config and replica id id from server.
+func nodeProcess(pid int, config string, id int, server string) bool {
 	if pid <= 0 {
 		return false
 	}
@@ -190,9 +199,26 @@ func Alive(pid int) bool {
 		// one already. (A kernel thread, or a process exiting whose memory
 		// is gone, has neither.)
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		return err == nil && strings.Contains(exe, "iggo-server")
+		if err != nil {
+			return false
+		}
+		if resolved, err := filepath.EvalSymlinks(server); err == nil {
+			server = resolved
+		}
+		return exe == server
 	}
-	return strings.Contains(string(cmdline), "iggo-server")
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	return hasArg(args, "--config", config) && hasArg(args, "--replica-id", strconv.Itoa(id))
+}
+
+// hasArg reports whether args hold flag followed by value.
+func hasArg(args []string, flag, value string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == flag && args[i+1] == value {
+			return true
+		}
+	}
+	return false
 }
 
 // gone reports whether pid has exited: no such process, or a zombie (or
@@ -361,7 +387,7 @@ func up(ctx context.Context, env *cli.Env, o upOptions) error {
 	}
 	if old, err := ReadState(dir); err == nil {
 		for _, n := range old.Nodes {
-			if Alive(n.PID) {
+			if old.Alive(n) {
 				return upRunning(ctx, env, o, old)
 			}
 		}
@@ -442,7 +468,7 @@ func up(ctx context.Context, env *cli.Env, o upOptions) error {
 func upRunning(ctx context.Context, env *cli.Env, o upOptions, st *State) error {
 	var running []string
 	for _, n := range st.Nodes {
-		if Alive(n.PID) {
+		if st.Alive(n) {
 			running = append(running, fmt.Sprintf("%s pid %d", n.Name, n.PID))
 		}
 	}
@@ -469,7 +495,7 @@ func upRunning(ctx context.Context, env *cli.Env, o upOptions, st *State) error 
 	}
 	var down []int
 	for i, n := range st.Nodes {
-		if !Alive(n.PID) {
+		if !st.Alive(n) {
 			down = append(down, i)
 		}
 	}
@@ -537,7 +563,7 @@ func startOne(ctx context.Context, env *cli.Env, dir, which string, wait time.Du
 		return cli.Usagef("no node %q in the cluster in %s (nodes: %s)", which, dir, strings.Join(names, ", "))
 	}
 	n := st.Nodes[idx]
-	if Alive(n.PID) {
+	if st.Alive(n) {
 		env.Statusf("%s is already running (pid %d)", n.Name, n.PID)
 		return nil
 	}
@@ -585,7 +611,7 @@ func restart(ctx context.Context, env *cli.Env, st *State, idx []int, wait time.
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for _, i := range idx {
-		if err := waitPing(ctx, st.Nodes[i], wait); err != nil {
+		if err := waitPing(ctx, st, st.Nodes[i], wait); err != nil {
 			return err
 		}
 	}
@@ -695,7 +721,7 @@ func waitServing(ctx context.Context, st *State, d time.Duration) error {
 	for _, n := range st.Nodes {
 		var last error
 		for {
-			if !Alive(n.PID) {
+			if !st.Alive(n) {
 				return exited(n)
 			}
 			c, err := nodeClient(ctx, n, RootUsername, RootPassword, 10*time.Second)
@@ -719,10 +745,10 @@ func waitServing(ctx context.Context, st *State, d time.Duration) error {
 
 // waitPing waits until n answers a ping (no login: a node restarted alone
 // answers once it has recovered its storage, quorum or not).
-func waitPing(ctx context.Context, n NodeState, d time.Duration) error {
+func waitPing(ctx context.Context, st *State, n NodeState, d time.Duration) error {
 	var last error
 	for {
-		if !Alive(n.PID) {
+		if !st.Alive(n) {
 			return exited(n)
 		}
 		if _, err := ping(ctx, n, 5*time.Second); err == nil {
@@ -843,7 +869,7 @@ func status(ctx context.Context, env *cli.Env, dir string, mode cli.ListMode, ti
 	reps := make([]nodeReport, len(st.Nodes))
 	var wg sync.WaitGroup
 	for i, n := range st.Nodes {
-		reps[i].alive = Alive(n.PID)
+		reps[i].alive = st.Alive(n)
 		if !reps[i].alive {
 			continue
 		}
@@ -1038,7 +1064,7 @@ func Down(dir string, timeout time.Duration) ([]string, []string, error) {
 	}
 	var running []NodeState
 	for _, n := range st.Nodes {
-		if Alive(n.PID) {
+		if st.Alive(n) {
 			_ = syscall.Kill(n.PID, syscall.SIGCONT) // a paused node cannot stop
 			_ = syscall.Kill(n.PID, syscall.SIGTERM)
 			running = append(running, n)
