@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -31,15 +32,8 @@ func TestMain(m *testing.M) {
 // start" and an empty log.
 func TestAliveDuringExec(t *testing.T) {
 	dir := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := filepath.Join(dir, "iggo-server")
-	copyFile(t, self, server)
-	t.Setenv(fakeServerEnv, "1")
-	st := &State{Name: "lc", Server: server, Dir: dir, Nodes: []NodeState{{ID: 0, Name: "node-0", IP: "127.0.0.1",
-		TCPPort: 1, HTTPPort: 2, DataDir: filepath.Join(dir, "data"), Log: filepath.Join(dir, "server.log")}}}
+	st := fakeCluster(t, dir, filepath.Join(dir, "iggo-server"), dir, 0)
+	server := st.Server
 	n := &st.Nodes[0]
 	for i := 0; i < 10; i++ {
 		// As after other work pushed iggo-server out of the page cache.
@@ -71,19 +65,9 @@ func TestAliveDuringExec(t *testing.T) {
 // state file and reused by such a process must not be signalled by Down.
 func TestAliveIsThatNode(t *testing.T) {
 	dir := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := filepath.Join(dir, "not-named-like-the-server")
-	copyFile(t, self, server)
-	t.Setenv(fakeServerEnv, "1")
-	st := &State{Name: "lc", Server: server, Dir: filepath.Join(dir, "a"), Nodes: []NodeState{{ID: 1, Name: "node-1", IP: "127.0.0.1",
-		TCPPort: 1, HTTPPort: 2, DataDir: filepath.Join(dir, "data"), Log: filepath.Join(dir, "server.log")}}}
+	st := fakeCluster(t, dir, filepath.Join(dir, "not-named-like-the-server"), filepath.Join(dir, "a"), 1)
+	server := st.Server
 	n := &st.Nodes[0]
-	if err := os.MkdirAll(st.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	p, err := startNode(st, n, "")
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +87,24 @@ func TestAliveIsThatNode(t *testing.T) {
 	if st.Alive(NodeState{ID: 0, PID: n.PID}) {
 		t.Fatalf("pid %d, node 1, counts as node 0", n.PID)
 	}
+}
+
+// fakeCluster returns a one-node cluster state in clusterDir (created)
+// whose server binary is a copy of this test binary at server, run as a
+// fake node (fakeServerEnv) that sleeps until killed; its files go in dir.
+func fakeCluster(t *testing.T, dir, server, clusterDir string, id int) *State {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, self, server)
+	if err := os.MkdirAll(clusterDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(fakeServerEnv, "1")
+	return &State{Name: "lc", Server: server, Dir: clusterDir, Nodes: []NodeState{{ID: id, Name: fmt.Sprintf("node-%d", id),
+		IP: "127.0.0.1", TCPPort: 1, HTTPPort: 2, DataDir: filepath.Join(dir, "data"), Log: filepath.Join(dir, "server.log")}}}
 }
 
 func copyFile(t *testing.T, from, to string) {
