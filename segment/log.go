@@ -116,7 +116,7 @@ type Log struct {
 	idxBuf  []byte
 	sumBuf  []byte
 	pending []indexEntry
-	iov     [][]byte // AppendRecords' vectored write
+	iov     [][]byte // Append's vectored write
 }
 
 // Dir returns the partition directory.
@@ -256,12 +256,10 @@ func (l *Log) Close() error {
 // ErrInvalidRecord before anything is written. An I/O error fails the log
 // (ErrFailed). The slices are not retained.
 func (l *Log) Append(records [][]byte) error {
-	return l.AppendRecords(Whole(records...))
+	return l.appendRecords(Whole(records...))
 }
 
-// AppendRecords is Append of records given as header and frames
-// (Record).
-func (l *Log) AppendRecords(records []Record) error {
+func (l *Log) appendRecords(records []Record) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -336,8 +334,11 @@ func iovecs(dst [][]byte, records []Record) [][]byte {
 func (l *Log) validate(records []Record) error {
 	next := l.NextOffset()
 	for i, r := range records {
-		if len(r.Head) != RecordHeaderSize {
+		if r.Len() < RecordHeaderSize {
 			return fmt.Errorf("%w: record %d of %d bytes is shorter than its header", ErrInvalidRecord, i, r.Len())
+		}
+		if len(r.Head) != RecordHeaderSize {
+			return fmt.Errorf("%w: record %d: header piece of %d bytes, want %d", ErrInvalidRecord, i, len(r.Head), RecordHeaderSize)
 		}
 		h := parseHeader(r.Head)
 		if why := checkHeader(r.Head, h, l.cfg.PartitionID, l.cfg.MaxRecordSize); why != "" {

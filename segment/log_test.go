@@ -217,6 +217,16 @@ func TestAppendRejectsWithoutWriting(t *testing.T) {
 			t.Fatalf("%s: something was written", name)
 		}
 	}
+	// A record given in two pieces must split at the header: a header
+	// piece of another size is refused before anything is staged.
+	var b vfs.Batch
+	split := Record{Head: good[:RecordHeaderSize-1], Frames: good[RecordHeaderSize-1:]}
+	if _, err := l.StageAppend(&b, []Record{split}); !errors.Is(err, ErrInvalidRecord) || !strings.Contains(err.Error(), "header piece of 255 bytes") {
+		t.Fatalf("record split inside its header: %v", err)
+	}
+	if !b.Empty() {
+		t.Fatal("a refused record was staged")
+	}
 	if err := l.Append([][]byte{good}); err != nil {
 		t.Fatal(err)
 	}
